@@ -1,0 +1,51 @@
+# laglab. `make up` brings the lab up; `make test` runs every test against it.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+ARGS ?=
+
+.PHONY: up down clean test test-unit test-integration lint format consistency lag ps logs bench-startup venv
+
+up: ## start the lab (installs and builds what is missing)
+	scripts/up $(ARGS)
+
+down: ## stop the lab (data kept)
+	scripts/down
+
+clean: ## stop the lab, remove its volumes and built images
+	scripts/down --clean
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: controller/requirements.txt controller/requirements-dev.txt
+	scripts/venv $(VENV)
+	touch $@
+
+test: venv up ## unit + integration tests against the running lab
+	scripts/test
+
+test-unit: venv
+	cd controller && ../$(PY) -m pytest -q tests/unit
+
+test-integration: venv up
+	scripts/test integration
+
+lint: venv
+	cd controller && ../$(VENV)/bin/ruff check . && ../$(VENV)/bin/ruff format --check .
+
+format: venv
+	cd controller && ../$(VENV)/bin/ruff format . && ../$(VENV)/bin/ruff check --fix .
+
+consistency: ## wait for the target to catch up, then compare every lab table
+	@scripts/api GET /api/consistency
+
+lag: ## latest lag sample
+	@scripts/api GET '/api/lag?seconds=0'
+
+ps:
+	@source scripts/env.sh && compose ps
+
+logs:
+	@source scripts/env.sh && compose logs --tail 50 $(SERVICE)
+
+bench-startup: venv ## cold/warm make up -> first replicated row, controller CPU/memory (ARGS=--cold)
+	$(PY) scripts/bench-startup $(ARGS)

@@ -1,0 +1,1 @@
+"""laglab's controller: lag recording, consistency checks and network shaping over REST."""

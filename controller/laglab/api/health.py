@@ -1,0 +1,26 @@
+"""GET /api/health: is the controller up, and is the lag recorder running."""
+
+from flask import Blueprint, current_app
+
+bp = Blueprint("health", __name__)
+
+
+@bp.get("/api/health")
+def health():
+    lab = current_app.extensions["laglab"]
+    recorder = lab.recorder
+    latest = recorder.samples[-1] if recorder and recorder.samples else None
+    return {
+        "status": "ok",
+        "flavor_setting": lab.settings.DB_FLAVOR,
+        "run": lab.run.path.name if lab.run else None,
+        "recorder": None
+        if recorder is None
+        else {
+            "running": recorder.alive,
+            "interval_ms": round(recorder.interval * 1000),
+            "samples": len(recorder.samples),
+            "heartbeats_written": recorder.writes,
+            "latest": latest.as_dict() if latest else None,
+        },
+    }

@@ -1,0 +1,62 @@
+"""The Flask app factory and the lab object the blueprints share."""
+
+from __future__ import annotations
+
+import hmac
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from flask import Flask, request
+
+from . import config, errors
+from .api import BLUEPRINTS
+from .db import Endpoint, lab_endpoints
+from .lag import LagRecorder
+from .results import Run
+
+OPEN_PATHS = ("/api/health", "/api/openapi.json")
+
+
+@dataclass
+class Lab:
+    settings: config.Settings
+    source: Endpoint
+    target: Endpoint
+    run: Run | None = None
+    recorder: LagRecorder | None = None
+
+
+def create_app(test_config: dict | None = None, environ=None) -> Flask:
+    """Defaults -> environment -> test overrides. Starts the lag recorder unless START_RECORDER is false."""
+    environ = os.environ if environ is None else environ
+    app = Flask(__name__)
+    app.config.from_mapping(START_RECORDER=True, RESULTS_DIR=environ.get("RESULTS_DIR", "results"))
+    if test_config:
+        app.config.update(test_config)
+    settings = config.load(environ)
+    source, target = lab_endpoints(settings, environ)
+    lab = Lab(settings, source, target)
+    if app.config["START_RECORDER"]:
+        lab.run = Run(Path(app.config["RESULTS_DIR"]), "live", {"flavor_setting": settings.DB_FLAVOR})
+        interval = int(settings.HEARTBEAT_INTERVAL_MS) / 1000
+        lab.recorder = LagRecorder(source, target, interval, int(settings.LAG_WINDOW_SECONDS), lab.run)
+        lab.recorder.start()
+    app.extensions["laglab"] = lab
+
+    token = str(settings.LAB_API_TOKEN)
+    if token:
+
+        @app.before_request
+        def _require_token():
+            if request.path in OPEN_PATHS:
+                return None
+            given = request.headers.get("Authorization", "")
+            if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+                return errors.error_response(401, "Authorization: a valid 'Bearer <LAB_API_TOKEN>' header is required")
+            return None
+
+    errors.init_app(app)
+    for blueprint in BLUEPRINTS:
+        app.register_blueprint(blueprint)
+    return app

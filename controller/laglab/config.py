@@ -1,0 +1,242 @@
+"""The lab's configuration: one table of variables, parsed and validated in one place.
+
+Used twice: by `make up`'s preflight (`python3 -m laglab.config check`, standard library only, so
+it runs on the host before anything is installed) and by the controller at start. Values come from
+the process environment first, then `.env`, then the defaults below (compose's own precedence).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+import socket
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class ConfigError(ValueError):
+    """A variable has a value the lab cannot use; the message names the variable."""
+
+    def __init__(self, variable: str, message: str):
+        super().__init__(f"{variable}: {message}")
+        self.variable = variable
+
+
+FLAVORS = ("mysql", "mariadb")
+_IMAGE_RE = re.compile(r"^[a-z0-9][a-z0-9._/:@-]{0,254}$")
+_NAME_RE = re.compile(r"^[A-Za-z0-9_]{1,32}$")
+_PROJECT_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+
+
+def _flavor(name: str, value: str) -> str:
+    if value not in FLAVORS:
+        raise ConfigError(name, f"{value!r} is not a known flavour; use one of {', '.join(FLAVORS)}")
+    return value
+
+
+def _int_range(low: int, high: int) -> Callable[[str, str], int]:
+    def parse(name: str, value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise ConfigError(name, f"{value!r} is not a whole number") from None
+        if not low <= number <= high:
+            raise ConfigError(name, f"{number} is out of range {low}..{high}")
+        return number
+
+    return parse
+
+
+def _image(name: str, value: str) -> str:
+    if not _IMAGE_RE.match(value):
+        raise ConfigError(name, f"{value!r} is not an image reference")
+    return value
+
+
+def _identifier(name: str, value: str) -> str:
+    if not _NAME_RE.match(value):
+        raise ConfigError(name, f"{value!r} must be 1-32 letters, digits or underscores")
+    return value
+
+
+def _password(name: str, value: str) -> str:
+    if not value:
+        raise ConfigError(name, "must not be empty")
+    if any(c in value for c in "'\"\\`$\n"):
+        raise ConfigError(name, "must not contain quotes, backslashes, backticks, $ or newlines")
+    return value
+
+
+def _project(name: str, value: str) -> str:
+    if not _PROJECT_RE.match(value):
+        raise ConfigError(name, f"{value!r} must be lower-case letters, digits, - or _")
+    return value
+
+
+def _bind(name: str, value: str) -> str:
+    try:
+        socket.inet_aton(value)
+    except OSError:
+        raise ConfigError(name, f"{value!r} is not an IPv4 address") from None
+    return value
+
+
+def _text(name: str, value: str) -> str:
+    return value
+
+
+@dataclass(frozen=True)
+class Variable:
+    name: str
+    default: str
+    parse: Callable[[str, str], object]
+    doc: str
+    port: bool = False
+
+
+VARIABLES: tuple[Variable, ...] = (
+    Variable("COMPOSE_PROJECT_NAME", "laglab", _project, "compose project name; labels every container"),
+    Variable("DB_FLAVOR", "mysql", _flavor, "mysql or mariadb"),
+    Variable("MYSQL_IMAGE", "mysql:8.4", _image, "server image when DB_FLAVOR=mysql"),
+    Variable("MARIADB_IMAGE", "mariadb:11.4", _image, "server image when DB_FLAVOR=mariadb"),
+    Variable("BASE_IMAGE", "debian:bookworm-slim", _image, "base of the controller and loadgen images"),
+    Variable("MYSQL_ROOT_PASSWORD", "laglab", _password, "root password of both servers"),
+    Variable("LAB_DATABASE", "lab", _identifier, "schema for load (sysbench, tests)"),
+    Variable("LAB_USER", "lab", _identifier, "account with all rights on LAB_DATABASE"),
+    Variable("LAB_PASSWORD", "lab", _password, "its password"),
+    Variable("REPL_USER", "repl", _identifier, "replication account"),
+    Variable("REPL_PASSWORD", "repl", _password, "its password"),
+    Variable("CONTROLLER_BIND", "127.0.0.1", _bind, "host address the controller is published on"),
+    Variable("CONTROLLER_PORT", "8080", _int_range(1, 65535), "controller API port", port=True),
+    Variable("SOURCE_PORT", "13306", _int_range(1, 65535), "mysql-source on 127.0.0.1", port=True),
+    Variable("TARGET_PORT", "13307", _int_range(1, 65535), "mysql-target on 127.0.0.1", port=True),
+    Variable("HEARTBEAT_INTERVAL_MS", "100", _int_range(10, 60000), "heartbeat write/sample period"),
+    Variable("LAG_WINDOW_SECONDS", "300", _int_range(1, 86400), "samples kept in memory for /api/lag"),
+    Variable("LAB_API_TOKEN", "", _text, "if set, the API requires 'Authorization: Bearer <token>'"),
+    Variable("EXTRA_CA_BUNDLE", "", _text, "CA bundle for pip inside image builds (TLS proxies)"),
+)
+BY_NAME = {v.name: v for v in VARIABLES}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Validated configuration. `values` holds every variable's parsed value."""
+
+    values: Mapping[str, object] = field(default_factory=dict)
+
+    def __getattr__(self, item: str) -> object:
+        try:
+            return self.values[item.upper()]
+        except KeyError:
+            raise AttributeError(item) from None
+
+    @property
+    def db_image(self) -> str:
+        return str(self.values["MARIADB_IMAGE" if self.values["DB_FLAVOR"] == "mariadb" else "MYSQL_IMAGE"])
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """Parse a dotenv file the way compose does for the simple forms: KEY=VALUE, quotes, comments."""
+    values: dict[str, str] = {}
+    for number, raw in enumerate(path.read_text().splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("export "):
+            line = line[len("export ") :].lstrip()
+        key, sep, value = line.partition("=")
+        key = key.strip()
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            raise ConfigError(f"{path.name} line {number}", f"expected KEY=VALUE, got {raw!r}")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        elif " #" in value:
+            value = value.split(" #", 1)[0].rstrip()
+        values[key] = value
+    return values
+
+
+def load(environ: Mapping[str, str], env_file: Mapping[str, str] | None = None) -> Settings:
+    """Environment over .env over defaults; raises ConfigError naming the first bad variable."""
+    env_file = env_file or {}
+    values: dict[str, object] = {}
+    for var in VARIABLES:
+        raw = environ.get(var.name)
+        if raw is None:
+            raw = env_file.get(var.name, var.default)
+        if raw == "" and var.default and var.parse is not _text:
+            raw = var.default
+        values[var.name] = var.parse(var.name, raw)
+    return Settings(values)
+
+
+def port_conflicts(settings: Settings, own_ports: set[int]) -> list[ConfigError]:
+    """Ports the lab publishes that another program already holds."""
+    errors = []
+    seen: dict[int, str] = {}
+    for var in VARIABLES:
+        if not var.port:
+            continue
+        port = int(settings.values[var.name])  # type: ignore[arg-type]
+        if port in seen:
+            errors.append(ConfigError(var.name, f"port {port} is also {seen[port]}"))
+            continue
+        seen[port] = var.name
+        if port in own_ports:
+            continue
+        with socket.socket() as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((str(settings.values["CONTROLLER_BIND"]), port))
+            except OSError:
+                errors.append(ConfigError(var.name, f"port {port} is in use by another program"))
+    return errors
+
+
+def _own_ports(project: str) -> set[int]:
+    """Host ports already published by this compose project's own containers."""
+    try:
+        out = subprocess.run(
+            ["docker", "ps", "--filter", f"label=com.docker.compose.project={project}", "--format", "{{.Ports}}"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return set()
+    return {int(p) for p in re.findall(r":(\d+)->", out)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m laglab.config", description=__doc__)
+    parser.add_argument("command", choices=["check"], help="validate and print shell assignments")
+    parser.add_argument("--env-file", type=Path, default=Path(".env"))
+    parser.add_argument("--ports", action="store_true", help="also check that published ports are free")
+    args = parser.parse_args(argv)
+    import os
+
+    try:
+        file_values = read_env_file(args.env_file) if args.env_file.exists() else {}
+        settings = load(os.environ, file_values)
+        errors = (
+            port_conflicts(settings, _own_ports(str(settings.values["COMPOSE_PROJECT_NAME"]))) if args.ports else []
+        )
+    except ConfigError as error:
+        errors = [error]
+    if errors:
+        for error in errors:
+            print(f"laglab: error: {args.env_file}: {error}", file=sys.stderr)
+        return 2
+    for name, value in settings.values.items():
+        print(f"{name}={shlex.quote(str(value))}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""Connections to the lab's servers and the SQL that differs between MySQL and MariaDB.
+
+The flavour is read from the server itself (`SELECT VERSION()`), so the right dialect is used
+whatever image runs. Every statement that differs lives in `Dialect`; callers never branch on flavour.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pymysql
+import pymysql.cursors
+
+SYSTEM_SCHEMAS = ("mysql", "sys", "information_schema", "performance_schema")
+META_SCHEMA = "laglab_meta"
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    host: str
+    port: int
+    user: str
+    password: str
+    name: str  # the service name, for messages
+
+
+def connect(endpoint: Endpoint, timeout: float = 2.0) -> pymysql.connections.Connection:
+    return pymysql.connect(
+        host=endpoint.host,
+        port=endpoint.port,
+        user=endpoint.user,
+        password=endpoint.password,
+        connect_timeout=timeout,
+        read_timeout=max(timeout, 5.0),
+        write_timeout=max(timeout, 5.0),
+        autocommit=True,
+        cursorclass=pymysql.cursors.DictCursor,
+    )
+
+
+def quote_identifier(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """The statements whose text differs between MySQL 8.0.23+/8.4/9.x and MariaDB 10.5+."""
+
+    flavor: str
+
+    @classmethod
+    def from_version(cls, version: str) -> Dialect:
+        return cls("mariadb" if "mariadb" in version.lower() else "mysql")
+
+    @property
+    def is_mariadb(self) -> bool:
+        return self.flavor == "mariadb"
+
+    def change_source(self, host: str, port: int, user: str, password: str) -> tuple[str, tuple]:
+        """The replica's CHANGE statement with GTID auto-positioning, as (sql, args)."""
+        if self.is_mariadb:
+            sql = (
+                "CHANGE MASTER TO MASTER_HOST=%s, MASTER_PORT=%s, MASTER_USER=%s, MASTER_PASSWORD=%s, "
+                "MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1"
+            )
+        else:
+            sql = (
+                "CHANGE REPLICATION SOURCE TO SOURCE_HOST=%s, SOURCE_PORT=%s, SOURCE_USER=%s, "
+                "SOURCE_PASSWORD=%s, SOURCE_AUTO_POSITION=1, GET_SOURCE_PUBLIC_KEY=1, SOURCE_CONNECT_RETRY=1"
+            )
+        return sql, (host, port, user, password)
+
+    def set_source_delay(self, seconds: int) -> str:
+        column = "MASTER_DELAY" if self.is_mariadb else "SOURCE_DELAY"
+        return f"CHANGE {'MASTER' if self.is_mariadb else 'REPLICATION SOURCE'} TO {column}={int(seconds)}"
+
+    start_replica = "START REPLICA"
+    stop_replica = "STOP REPLICA"
+    replica_status = "SHOW REPLICA STATUS"
+
+    @property
+    def reset_replica(self) -> str:
+        return "RESET SLAVE ALL" if self.is_mariadb else "RESET REPLICA ALL"
+
+    @property
+    def executed_gtids(self) -> str:
+        """The source's executed GTID set, in the form the replica's wait function takes."""
+        return (
+            "SELECT @@GLOBAL.gtid_binlog_pos AS gtids" if self.is_mariadb else "SELECT @@GLOBAL.gtid_executed AS gtids"
+        )
+
+    def wait_for_gtids(self) -> str:
+        """(gtids, timeout) -> `done`: 1 when executed, 0 on timeout."""
+        if self.is_mariadb:
+            return "SELECT MASTER_GTID_WAIT(%s, %s) = 0 AS done"
+        return "SELECT WAIT_FOR_EXECUTED_GTID_SET(%s, %s) = 0 AS done"
+
+    @property
+    def applier_timestamps(self) -> str | None:
+        """Newest applied transaction's original commit and end-of-apply, in epoch seconds (MySQL only)."""
+        if self.is_mariadb:
+            return None
+        return (
+            "SELECT UNIX_TIMESTAMP(MAX(LAST_APPLIED_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP)) AS committed, "
+            "UNIX_TIMESTAMP(MAX(LAST_APPLIED_TRANSACTION_END_APPLY_TIMESTAMP)) AS applied "
+            "FROM performance_schema.replication_applier_status_by_worker"
+        )
+
+
+def replica_field(status: dict, name: str) -> object:
+    """Read SHOW REPLICA STATUS by its MySQL 8.0.22+ name, falling back to the Master/Slave name."""
+    if name in status:
+        return status[name]
+    legacy = name.replace("Replica", "Slave").replace("Source", "Master")
+    return status.get(legacy)
+
+
+def server_dialect(conn: pymysql.connections.Connection) -> Dialect:
+    with conn.cursor() as cur:
+        cur.execute("SELECT VERSION() AS v")
+        return Dialect.from_version(cur.fetchone()["v"])
+
+
+def lab_endpoints(settings, environ) -> tuple[Endpoint, Endpoint]:
+    """(source, target) as root. Inside the lab: the compose services; LAGLAB_SOURCE / LAGLAB_TARGET
+    (host:port) override that, e.g. to run the controller on the host against the published ports."""
+
+    def parse(var: str, default: str, name: str) -> Endpoint:
+        host, _, port = environ.get(var, default).rpartition(":")
+        return Endpoint(host, int(port), "root", str(settings.MYSQL_ROOT_PASSWORD), name)
+
+    return (
+        parse("LAGLAB_SOURCE", "mysql-source:3306", "mysql-source"),
+        parse("LAGLAB_TARGET", "mysql-target:3306", "mysql-target"),
+    )

@@ -1,0 +1,42 @@
+"""The API's one error shape: {"error": "<message naming the field>", "status": <http status>}."""
+
+from __future__ import annotations
+
+import logging
+
+from flask import Flask, jsonify
+from werkzeug.exceptions import HTTPException
+
+log = logging.getLogger("laglab")
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def bad_request(field: str, message: str) -> ApiError:
+    return ApiError(400, f"{field}: {message}")
+
+
+def error_response(status: int, message: str):
+    response = jsonify({"error": message, "status": status})
+    response.status_code = status
+    return response
+
+
+def init_app(app: Flask) -> None:
+    @app.errorhandler(ApiError)
+    def _api_error(error: ApiError):
+        return error_response(error.status, error.message)
+
+    @app.errorhandler(HTTPException)
+    def _http_error(error: HTTPException):
+        return error_response(error.code or 500, error.description or error.name)
+
+    @app.errorhandler(Exception)
+    def _unexpected(error: Exception):
+        log.exception("unhandled error")
+        return error_response(500, f"internal error: {type(error).__name__}: {error}")

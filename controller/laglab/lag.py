@@ -1,0 +1,255 @@
+"""The lag recorder: a heartbeat written on the source, read back on the target, at a fixed rate.
+
+Every interval the writer sets `laglab_meta.heartbeat` (seq, NOW(6)) on the source and remembers
+what it wrote; half an interval later the sampler reads the row on the target together with the
+target's NOW(6). All containers share the host's clock, so there is no skew to correct. Two readings:
+- lag_seconds: target's now - the oldest heartbeat written but not yet on the target; 0 when the
+  target holds every heartbeat written so far. This is the replica's delay, without the sampling
+  period added, and it returns to 0 when replication catches up.
+- heartbeat_age_seconds: target's now - newest heartbeat on the target (pt-heartbeat's reading);
+  never below the time since the last write. Each sample also keeps
+Seconds_Behind_Source and, on MySQL, performance_schema's applier timestamps. Samples go to memory
+(for /api/lag) and to results/<run>/lag.csv as they are taken. A server going away is recorded as a
+gap with its reason; the recorder itself never stops.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from dataclasses import asdict, dataclass
+
+import pymysql
+
+from .db import META_SCHEMA, Dialect, Endpoint, connect, replica_field, server_dialect
+from .results import Run, iso
+
+COLUMNS = [
+    "time",
+    "epoch",
+    "status",
+    "reason",
+    "lag_seconds",
+    "heartbeat_age_seconds",
+    "heartbeat_seq",
+    "seconds_behind_source",
+    "applier_lag_seconds",
+    "io_running",
+    "sql_running",
+]
+
+
+@dataclass
+class LagSample:
+    time: str
+    epoch: float
+    status: str  # "ok" or "gap"
+    reason: str | None = None
+    lag_seconds: float | None = None
+    heartbeat_age_seconds: float | None = None
+    heartbeat_seq: int | None = None
+    seconds_behind_source: int | None = None
+    applier_lag_seconds: float | None = None
+    io_running: str | None = None
+    sql_running: str | None = None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def heartbeat_age(target_now: float, heartbeat_ts: float) -> float:
+    """Target's clock minus the newest heartbeat it holds, never negative (DATETIME(6) rounding can
+    make a just-written heartbeat look a microsecond in the future)."""
+    return round(max(0.0, target_now - heartbeat_ts), 6)
+
+
+def pending_lag(target_now: float, target_seq: int, written: list[tuple[int, float]]) -> float | None:
+    """Age of the oldest heartbeat written (seq, ts) but not yet on the target, 0 when none is missing.
+    None when nothing is known of what was written (the writer has not succeeded yet)."""
+    if not written:
+        return None
+    for seq, ts in written:
+        if seq > target_seq:
+            return round(max(0.0, target_now - ts), 6) if ts <= target_now else 0.0
+    return 0.0
+
+
+def applier_lag(committed: float | None, applied: float | None) -> float | None:
+    """End of apply minus original commit of the newest applied transaction (MySQL 8+), or None when
+    the server has not applied anything since it started (performance_schema shows zero dates)."""
+    if not committed or not applied:
+        return None
+    return round(max(0.0, float(applied) - float(committed)), 6)
+
+
+def make_sample(
+    now: float,
+    heartbeat: dict | None,
+    status: dict | None,
+    applier: dict | None,
+    source_error: str | None,
+    written: list[tuple[int, float]] | None = None,
+) -> LagSample:
+    """One sample from what the target answered; `now` is the target's clock in epoch seconds."""
+    sample = LagSample(time=iso(now), epoch=round(now, 6), status="ok")
+    if status:
+        sample.io_running = replica_field(status, "Replica_IO_Running")
+        sample.sql_running = replica_field(status, "Replica_SQL_Running")
+        behind = replica_field(status, "Seconds_Behind_Source")
+        sample.seconds_behind_source = None if behind is None else int(behind)
+    if applier:
+        sample.applier_lag_seconds = applier_lag(applier.get("committed"), applier.get("applied"))
+    if heartbeat is None:
+        sample.status, sample.reason = "gap", "no heartbeat on mysql-target yet"
+        return sample
+    sample.heartbeat_seq = int(heartbeat["seq"])
+    sample.heartbeat_age_seconds = heartbeat_age(now, float(heartbeat["ts"]))
+    pending = pending_lag(now, sample.heartbeat_seq, written or [])
+    sample.lag_seconds = sample.heartbeat_age_seconds if pending is None else pending
+    if source_error:
+        sample.status, sample.reason = "gap", f"mysql-source: {source_error}"
+    elif not status:
+        sample.status, sample.reason = "gap", "mysql-target is not a replica"
+    return sample
+
+
+class _Ticker:
+    """Calls `fn` every `interval` seconds on a fixed schedule (no drift; late ticks are skipped)."""
+
+    def __init__(self, interval: float, fn, stop: threading.Event, offset: float = 0.0):
+        self.interval, self.fn, self.stop, self.offset = interval, fn, stop, offset
+
+    def run(self) -> None:
+        next_at = time.monotonic() + self.offset
+        self.stop.wait(self.offset)
+        while not self.stop.is_set():
+            try:
+                self.fn()
+            except Exception as error:  # the recorder must outlive anything one tick does
+                print(f"lag recorder: unexpected {type(error).__name__}: {error}", flush=True)
+            next_at += self.interval
+            now = time.monotonic()
+            if next_at < now:  # late: skip the ticks already missed
+                next_at += ((now - next_at) // self.interval + 1) * self.interval
+            self.stop.wait(next_at - now)
+
+
+class LagRecorder:
+    def __init__(self, source: Endpoint, target: Endpoint, interval: float, window_seconds: int, run: Run):
+        self.source, self.target = source, target
+        self.interval = interval
+        self.run = run
+        self.samples: collections.deque[LagSample] = collections.deque(maxlen=max(10, int(window_seconds / interval)))
+        self.series = run.series("lag.csv", COLUMNS)
+        self._stop = threading.Event()
+        self._seq = int(time.time() * 1000)  # increasing across controller restarts
+        self._src = self._dst = None
+        self._dst_dialect: Dialect | None = None
+        self.source_error: str | None = None
+        self.writes = 0
+        self._threads: list[threading.Thread] = []
+        # (seq, ts) of heartbeats written, oldest first; enough to cover any lag the window can show.
+        self._written: collections.deque[tuple[int, float]] = collections.deque(maxlen=self.samples.maxlen * 2)
+        self._written_lock = threading.Lock()
+
+    # --- the heartbeat writer (source) ---
+    def _write(self) -> None:
+        try:
+            if self._src is None:
+                self._src = connect(self.source, timeout=min(2.0, max(0.5, self.interval * 5)))
+            self._seq += 1
+            with self._src.cursor() as cur:
+                cur.execute(
+                    f"REPLACE INTO {META_SCHEMA}.heartbeat (id, seq, ts) VALUES (1, %s, NOW(6))",
+                    (self._seq,),
+                )
+                cur.execute(f"SELECT UNIX_TIMESTAMP(ts) AS ts FROM {META_SCHEMA}.heartbeat WHERE id = 1")
+                written = float(cur.fetchone()["ts"])
+            with self._written_lock:
+                self._written.append((self._seq, written))
+            self.writes += 1
+            self.source_error = None
+        except (pymysql.MySQLError, OSError) as error:
+            self.source_error = _describe(error)
+            self._src = _close(self._src)
+            self._stop.wait(min(1.0, self.interval * 5))
+
+    # --- the sampler (target) ---
+    def _sample(self) -> None:
+        try:
+            if self._dst is None:
+                self._dst = connect(self.target, timeout=min(2.0, max(0.5, self.interval * 5)))
+                self._dst_dialect = server_dialect(self._dst)
+            with self._dst.cursor() as cur:
+                cur.execute("SELECT UNIX_TIMESTAMP(NOW(6)) AS now")
+                now = float(cur.fetchone()["now"])
+                try:
+                    cur.execute(f"SELECT seq, UNIX_TIMESTAMP(ts) AS ts FROM {META_SCHEMA}.heartbeat WHERE id = 1")
+                    heartbeat = cur.fetchone()
+                except pymysql.MySQLError as error:
+                    if error.args and error.args[0] in (1049, 1146):  # not replicated yet
+                        heartbeat = None
+                    else:
+                        raise
+                cur.execute(self._dst_dialect.replica_status)
+                status = cur.fetchone()
+                applier = None
+                if self._dst_dialect.applier_timestamps:
+                    cur.execute(self._dst_dialect.applier_timestamps)
+                    applier = cur.fetchone()
+            with self._written_lock:
+                written = list(self._written)
+            sample = make_sample(now, heartbeat, status, applier, self.source_error, written)
+        except (pymysql.MySQLError, OSError) as error:
+            self._dst = _close(self._dst)
+            now = time.time()
+            sample = LagSample(
+                time=iso(now), epoch=round(now, 6), status="gap", reason=f"mysql-target: {_describe(error)}"
+            )
+        self.samples.append(sample)
+        self.series.append(sample.as_dict())
+        if sample.status == "gap" and self._dst is None:
+            self._stop.wait(min(1.0, self.interval * 5))
+
+    def start(self) -> None:
+        for name, fn, offset in (
+            ("heartbeat-writer", self._write, 0.0),
+            ("lag-sampler", self._sample, self.interval / 2),
+        ):
+            ticker = _Ticker(self.interval, fn, self._stop, offset)
+            thread = threading.Thread(target=ticker.run, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=5)
+        self.series.close()
+
+    @property
+    def alive(self) -> bool:
+        return bool(self._threads) and all(t.is_alive() for t in self._threads)
+
+    def window(self, seconds: float) -> list[LagSample]:
+        samples = list(self.samples)
+        if not samples:
+            return []
+        since = samples[-1].epoch - seconds
+        return [s for s in samples if s.epoch >= since]
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, pymysql.MySQLError) and error.args:
+        return " ".join(str(a) for a in error.args)
+    return f"{type(error).__name__}: {error}"
+
+
+def _close(conn):
+    if conn is not None:
+        try:
+            conn.close()
+        except Exception:  # noqa: S110 - the connection is being dropped anyway
+            pass
+    return None
