@@ -1,0 +1,118 @@
+"""Fixtures for tests against the running lab (`make up`): settings from .env, direct connections to
+both servers on their published ports, the controller's API, and docker compose for this project."""
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pymysql
+import pytest
+import requests
+
+from laglab import config
+from laglab.db import Endpoint, connect
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "integration" in str(item.fspath):
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def settings():
+    env_file = Path(os.environ.get("LAGLAB_ENV_FILE", ROOT / ".env"))
+    return config.load(os.environ, config.read_env_file(env_file) if env_file.exists() else {})
+
+
+@pytest.fixture(scope="session")
+def source_ep(settings):
+    return Endpoint("127.0.0.1", int(settings.SOURCE_PORT), "root", str(settings.MYSQL_ROOT_PASSWORD), "mysql-source")
+
+
+@pytest.fixture(scope="session")
+def target_ep(settings):
+    return Endpoint("127.0.0.1", int(settings.TARGET_PORT), "root", str(settings.MYSQL_ROOT_PASSWORD), "mysql-target")
+
+
+@pytest.fixture
+def source(source_ep):
+    conn = connect(source_ep, timeout=5)
+    yield conn
+    conn.close()
+
+
+@pytest.fixture
+def target(target_ep):
+    conn = connect(target_ep, timeout=5)
+    yield conn
+    conn.close()
+
+
+class Api:
+    def __init__(self, base: str, token: str):
+        self.base = base
+        self.session = requests.Session()
+        if token:
+            self.session.headers["Authorization"] = f"Bearer {token}"
+
+    def get(self, path: str, **kwargs):
+        return self.session.get(self.base + path, timeout=kwargs.pop("timeout", 60), **kwargs)
+
+
+@pytest.fixture(scope="session")
+def api(settings):
+    return Api(f"http://{settings.CONTROLLER_BIND}:{settings.CONTROLLER_PORT}", str(settings.LAB_API_TOKEN))
+
+
+@pytest.fixture(scope="session")
+def compose(settings):
+    env_file = os.environ.get("LAGLAB_ENV_FILE", str(ROOT / ".env"))
+
+    def run(*args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess:
+        argv = [
+            "docker",
+            "compose",
+            "--project-directory",
+            str(ROOT),
+            "-f",
+            str(ROOT / "compose.yaml"),
+            "--env-file",
+            env_file,
+            *args,
+        ]
+        env = {**os.environ, "EXTRA_CA_BUNDLE": "./images/no-extra-ca.pem"}
+        return subprocess.run(argv, check=check, capture_output=True, text=True, timeout=timeout, env=env)
+
+    return run
+
+
+def wait_until(predicate, timeout: float, interval: float = 0.1, message: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {message}")
+        time.sleep(interval)
+
+
+def query(conn, sql: str, args=None) -> list[dict]:
+    with conn.cursor() as cur:
+        cur.execute(sql, args)
+        return list(cur.fetchall())
+
+
+def try_query(endpoint: Endpoint, sql: str):
+    try:
+        conn = connect(endpoint, timeout=2)
+    except pymysql.MySQLError:
+        return None
+    try:
+        return query(conn, sql)
+    finally:
+        conn.close()

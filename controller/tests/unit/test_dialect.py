@@ -1,0 +1,64 @@
+import pytest
+
+from laglab.db import Dialect, quote_identifier, replica_field
+
+
+@pytest.mark.parametrize(
+    ("version", "flavor"),
+    [
+        ("9.7.4-2", "mysql"),
+        ("8.4.6", "mysql"),
+        ("10.11.18-MariaDB-0+deb12u1-log", "mariadb"),
+        ("11.4.3-MariaDB", "mariadb"),
+    ],
+)
+def test_flavour_from_server_version(version, flavor):
+    assert Dialect.from_version(version).flavor == flavor
+
+
+def test_mysql_change_source_uses_auto_position_and_public_key():
+    sql, args = Dialect("mysql").change_source("mysql-source", 3306, "repl", "pw")
+    assert sql.startswith("CHANGE REPLICATION SOURCE TO SOURCE_HOST=%s, SOURCE_PORT=%s")
+    assert "SOURCE_AUTO_POSITION=1" in sql
+    assert "GET_SOURCE_PUBLIC_KEY=1" in sql
+    assert "MASTER" not in sql
+    assert args == ("mysql-source", 3306, "repl", "pw")
+
+
+def test_mariadb_change_master_uses_slave_pos():
+    sql, args = Dialect("mariadb").change_source("mysql-source", 3306, "repl", "pw")
+    assert sql.startswith("CHANGE MASTER TO MASTER_HOST=%s")
+    assert "MASTER_USE_GTID=slave_pos" in sql
+    assert "SOURCE_" not in sql
+    assert args == ("mysql-source", 3306, "repl", "pw")
+
+
+def test_source_delay_statement():
+    assert Dialect("mysql").set_source_delay(3) == "CHANGE REPLICATION SOURCE TO SOURCE_DELAY=3"
+    assert Dialect("mariadb").set_source_delay(3) == "CHANGE MASTER TO MASTER_DELAY=3"
+
+
+def test_gtid_statements_per_flavour():
+    assert "gtid_executed" in Dialect("mysql").executed_gtids
+    assert "WAIT_FOR_EXECUTED_GTID_SET" in Dialect("mysql").wait_for_gtids()
+    assert "gtid_binlog_pos" in Dialect("mariadb").executed_gtids
+    assert "MASTER_GTID_WAIT" in Dialect("mariadb").wait_for_gtids()
+    assert Dialect("mysql").reset_replica == "RESET REPLICA ALL"
+    assert Dialect("mariadb").reset_replica == "RESET SLAVE ALL"
+
+
+def test_applier_timestamps_only_on_mysql():
+    assert "replication_applier_status_by_worker" in Dialect("mysql").applier_timestamps
+    assert Dialect("mariadb").applier_timestamps is None
+
+
+def test_replica_field_reads_both_namings():
+    assert replica_field({"Replica_IO_Running": "Yes"}, "Replica_IO_Running") == "Yes"
+    assert replica_field({"Slave_IO_Running": "No"}, "Replica_IO_Running") == "No"
+    assert replica_field({"Seconds_Behind_Master": 4}, "Seconds_Behind_Source") == 4
+    assert replica_field({}, "Seconds_Behind_Source") is None
+
+
+def test_identifier_quoting():
+    assert quote_identifier("sbtest1") == "`sbtest1`"
+    assert quote_identifier("a`b") == "`a``b`"

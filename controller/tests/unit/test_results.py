@@ -1,0 +1,30 @@
+import csv
+import json
+
+from laglab.results import Run, iso
+
+
+def test_run_folder_and_streamed_series(tmp_path):
+    run = Run(tmp_path, "live", {"flavor_setting": "mysql"})
+    assert run.path.parent == tmp_path
+    assert run.path.name.endswith("-live")
+    meta = json.loads((run.path / "run.json").read_text())
+    assert meta["name"] == "live"
+    assert meta["flavor_setting"] == "mysql"
+    series = run.series("lag.csv", ["time", "lag_seconds"])
+    series.append({"time": "t1", "lag_seconds": 0.5, "extra": "ignored"})
+    # Readable before close: every row is flushed as it is written.
+    rows = list(csv.DictReader((run.path / "lag.csv").read_text().splitlines()))
+    assert rows == [{"time": "t1", "lag_seconds": "0.5"}]
+    series.append({"time": "t2", "lag_seconds": None})
+    series.close()
+    rows = list(csv.DictReader((run.path / "lag.csv").read_text().splitlines()))
+    assert rows[1] == {"time": "t2", "lag_seconds": ""}
+
+
+def test_two_runs_in_the_same_second_get_distinct_folders(tmp_path):
+    assert Run(tmp_path, "live").path != Run(tmp_path, "live").path
+
+
+def test_iso_has_microseconds():
+    assert iso(0.25) == "1970-01-01T00:00:00.250000Z"
