@@ -30,7 +30,7 @@ test-integration: venv up
 	scripts/test integration
 
 lint: venv
-	cd controller && ../$(VENV)/bin/ruff check . && ../$(VENV)/bin/ruff format --check .
+	cd controller && ../$(VENV)/bin/ruff check . ../scripts/bench-startup ../scripts/lag-now && ../$(VENV)/bin/ruff format --check . ../scripts/bench-startup ../scripts/lag-now
 
 format: venv
 	cd controller && ../$(VENV)/bin/ruff format . && ../$(VENV)/bin/ruff check --fix .

@@ -1,0 +1,60 @@
+"""The MariaDB flavour end to end: a second lab (project laglab-mariadb, its own ports) brought up
+by the same `scripts/up` with DB_FLAVOR=mariadb, replicating with MASTER_USE_GTID=slave_pos."""
+
+import os
+import subprocess
+
+import pytest
+import requests
+
+from laglab.db import Endpoint, connect
+
+from .conftest import ROOT, query, wait_until
+
+PORTS = {"CONTROLLER_PORT": 18080, "SOURCE_PORT": 23306, "TARGET_PORT": 23307}
+
+
+@pytest.fixture(scope="module")
+def mariadb_lab(tmp_path_factory):
+    env_file = tmp_path_factory.mktemp("mariadb") / "mariadb.env"
+    env_file.write_text(
+        "COMPOSE_PROJECT_NAME=laglab-mariadb\nDB_FLAVOR=mariadb\n" + "".join(f"{k}={v}\n" for k, v in PORTS.items())
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("DB_FLAVOR", "COMPOSE_PROJECT_NAME", *PORTS)}
+    env["LAGLAB_ENV_FILE"] = str(env_file)
+    up = subprocess.run([str(ROOT / "scripts/up")], env=env, capture_output=True, text=True, timeout=1200)
+    try:
+        assert up.returncode == 0, up.stderr[-3000:]
+        yield up
+    finally:
+        subprocess.run([str(ROOT / "scripts/down"), "--volumes"], env=env, capture_output=True, timeout=300)
+
+
+def test_mariadb_lab_replicates_and_records_lag(mariadb_lab):
+    assert "lab up:" in mariadb_lab.stderr
+    source = connect(Endpoint("127.0.0.1", PORTS["SOURCE_PORT"], "root", "laglab", "mysql-source"), timeout=5)
+    target = connect(Endpoint("127.0.0.1", PORTS["TARGET_PORT"], "root", "laglab", "mysql-target"), timeout=5)
+    try:
+        assert "MariaDB" in query(target, "SELECT VERSION() AS v")[0]["v"]
+        status = query(target, "SHOW REPLICA STATUS")[0]
+        assert status["Using_Gtid"] == "Slave_Pos"
+        query(source, "CREATE TABLE lab.it_maria (id INT PRIMARY KEY)")
+        query(source, "INSERT INTO lab.it_maria VALUES (1), (2), (3)")
+        wait_until(
+            lambda: query(target, "SELECT COUNT(*) AS n FROM information_schema.TABLES WHERE TABLE_NAME='it_maria'")[0]["n"]
+            and query(target, "SELECT COUNT(*) AS n FROM lab.it_maria")[0]["n"] == 3,
+            20,
+            message="rows on the MariaDB replica",
+        )
+    finally:
+        source.close()
+        target.close()
+    api = f"http://127.0.0.1:{PORTS['CONTROLLER_PORT']}"
+    samples = requests.get(f"{api}/api/lag?seconds=2", timeout=10).json()["samples"]
+    assert samples and all(s["status"] == "ok" for s in samples)
+    assert max(s["lag_seconds"] for s in samples) < 0.5
+    assert all(s["applier_lag_seconds"] is None for s in samples)  # no performance_schema applier timestamps
+    report = requests.get(f"{api}/api/consistency?timeout=30", timeout=60).json()
+    assert report["flavor"] == "mariadb"
+    assert report["identical"] is True, report["differences"]
+    assert [t["table"] for t in report["tables"]] == ["lab.it_maria"]
