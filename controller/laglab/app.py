@@ -11,9 +11,13 @@ from flask import Flask, request
 
 from . import config, errors
 from .api import BLUEPRINTS
+from .containers import Containers
 from .db import Endpoint, lab_endpoints
 from .lag import LagRecorder
 from .results import Run
+from .shaping import backends
+from .shaping.executor import Executor
+from .shaping.manager import ShapingManager
 
 OPEN_PATHS = ("/api/health", "/api/openapi.json")
 
@@ -25,13 +29,20 @@ class Lab:
     target: Endpoint
     run: Run | None = None
     recorder: LagRecorder | None = None
+    shaping: ShapingManager | None = None
+    netem_available: bool | None = None
 
 
 def create_app(test_config: dict | None = None, environ=None) -> Flask:
     """Defaults -> environment -> test overrides. Starts the lag recorder unless START_RECORDER is false."""
     environ = os.environ if environ is None else environ
     app = Flask(__name__)
-    app.config.from_mapping(START_RECORDER=True, RESULTS_DIR=environ.get("RESULTS_DIR", "results"))
+    app.config.from_mapping(
+        START_RECORDER=True,
+        START_SHAPING=True,
+        RESULTS_DIR=environ.get("RESULTS_DIR", "results"),
+        SHAPING_STATE=environ.get("SHAPING_STATE", "/var/lib/laglab/shaping.json"),
+    )
     if test_config:
         app.config.update(test_config)
     settings = config.load(environ)
@@ -42,6 +53,14 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
         interval = int(settings.HEARTBEAT_INTERVAL_MS) / 1000
         lab.recorder = LagRecorder(source, target, interval, int(settings.LAG_WINDOW_SECONDS), lab.run)
         lab.recorder.start()
+    if app.config["START_SHAPING"]:
+        executor = Executor()
+        lab.netem_available = netem_available(executor)
+        containers = Containers(str(settings.COMPOSE_PROJECT_NAME))
+        lab.shaping = ShapingManager(
+            containers, executor, backends.UserspaceBackend(), Path(app.config["SHAPING_STATE"])
+        )
+        lab.shaping.start()
     app.extensions["laglab"] = lab
 
     token = str(settings.LAB_API_TOKEN)
@@ -60,3 +79,18 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
     for blueprint in BLUEPRINTS:
         app.register_blueprint(blueprint)
     return app
+
+
+def netem_available(executor: Executor) -> bool:
+    """Whether this kernel has sch_netem: try it on a throw-away dummy link in the controller's own namespace."""
+    probe = "laglab-probe"
+    executor.run(["ip", "link", "del", probe], check=False)
+    if executor.run(["ip", "link", "add", probe, "type", "dummy"], check=False) is None:
+        return False
+    try:
+        executor.run(["tc", "qdisc", "add", "dev", probe, "root", "netem", "delay", "1ms"])
+        return True
+    except Exception:
+        return False
+    finally:
+        executor.run(["ip", "link", "del", probe], check=False)

@@ -77,6 +77,79 @@ PATHS = {
         },
     ),
     "/api/openapi.json": _get("This document", errors=()),
+    "/api/shaping": {
+        **_get("Shaping of every service: desired and as read back from the kernel", errors=(401, 503)),
+        "delete": {
+            "summary": "Clear all shaping",
+            "responses": {"204": {"description": "cleared"}, "401": ERROR, "502": ERROR},
+        },
+    },
+    "/api/shaping/{service}": {
+        "parameters": [{"name": "service", "in": "path", "required": True, "schema": {"type": "string"}}],
+        **_get("One service's shaping, desired and read back", errors=(400, 401, 404)),
+        "put": {
+            "summary": "Apply (replace in place) a service's or one link's shaping",
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ShapingRequest"}}},
+            },
+            "responses": {
+                "200": {"description": "applied; desired and read back"},
+                **{str(c): ERROR for c in (400, 401, 404, 409, 422, 502)},
+            },
+        },
+        "delete": {
+            "summary": "Remove a service's shaping (or only the link to ?peer=)",
+            "parameters": [{"name": "peer", "in": "query", "schema": {"type": "string"}}],
+            "responses": {"204": {"description": "removed"}, **{str(c): ERROR for c in (400, 401, 404, 502)}},
+        },
+    },
+    "/api/containers": _get("The lab's services: container, PID, IP, shaping", errors=(401, 503)),
+    "/api/verify": {
+        "post": {
+            "summary": "Measure a link from inside the lab: RTT (ping -U) and throughput (iperf3, both directions)",
+            "requestBody": {
+                "required": True,
+                "content": {
+                    "application/json": {
+                        "schema": {
+                            "type": "object",
+                            "required": ["from", "to"],
+                            "properties": {
+                                "from": {"type": "string"},
+                                "to": {"type": "string"},
+                                "count": {"type": "integer", "minimum": 20, "maximum": 1000, "default": 20},
+                                "seconds": {"type": "integer", "minimum": 1, "maximum": 60, "default": 3},
+                            },
+                        }
+                    }
+                },
+            },
+            "responses": {
+                "200": {"description": "requested beside measured"},
+                **{str(c): ERROR for c in (400, 401, 404)},
+            },
+        }
+    },
+}
+
+SHAPING_REQUEST = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "delay": {"type": "string", "example": "125ms", "description": "0..60s"},
+        "jitter": {"type": "string", "example": "5ms"},
+        "loss": {"type": "string", "example": "0.5%"},
+        "rate": {"type": "string", "example": "2mbit", "description": "8kbit..10gbit (tc units; kbps = kilobytes/s)"},
+        "distribution": {"type": "string", "enum": ["uniform", "normal", "pareto", "paretonormal"]},
+        "correlation": {"type": "string"},
+        "duplicate": {"type": "string"},
+        "corrupt": {"type": "string"},
+        "reorder": {"type": "string"},
+        "peer": {"type": "string", "description": "only the link to this service"},
+        "direction": {"type": "string", "enum": ["egress", "ingress", "both"], "default": "egress"},
+        "duration": {"type": "string", "example": "60s", "description": "revert by itself after this long"},
+    },
 }
 
 
@@ -87,11 +160,12 @@ def document() -> dict:
         "paths": PATHS,
         "components": {
             "schemas": {
+                "ShapingRequest": SHAPING_REQUEST,
                 "Error": {
                     "type": "object",
                     "required": ["error", "status"],
                     "properties": {"error": {"type": "string"}, "status": {"type": "integer"}},
-                }
+                },
             },
             "securitySchemes": {
                 "bearer": {"type": "http", "scheme": "bearer", "description": "when LAB_API_TOKEN is set"}

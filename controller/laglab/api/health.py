@@ -14,6 +14,13 @@ def health():
         "status": "ok",
         "flavor_setting": lab.settings.DB_FLAVOR,
         "run": lab.run.path.name if lab.run else None,
+        "shaping": None
+        if lab.shaping is None
+        else {
+            "backend": lab.shaping.backend.name,
+            "netem_available": lab.netem_available,
+            "last_error": lab.shaping.last_error,
+        },
         "recorder": None
         if recorder is None
         else {

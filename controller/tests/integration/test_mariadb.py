@@ -41,8 +41,10 @@ def test_mariadb_lab_replicates_and_records_lag(mariadb_lab):
         query(source, "CREATE TABLE lab.it_maria (id INT PRIMARY KEY)")
         query(source, "INSERT INTO lab.it_maria VALUES (1), (2), (3)")
         wait_until(
-            lambda: query(target, "SELECT COUNT(*) AS n FROM information_schema.TABLES WHERE TABLE_NAME='it_maria'")[0]["n"]
-            and query(target, "SELECT COUNT(*) AS n FROM lab.it_maria")[0]["n"] == 3,
+            lambda: (
+                query(target, "SELECT COUNT(*) AS n FROM information_schema.TABLES WHERE TABLE_NAME='it_maria'")[0]["n"]
+                and query(target, "SELECT COUNT(*) AS n FROM lab.it_maria")[0]["n"] == 3
+            ),
             20,
             message="rows on the MariaDB replica",
         )

@@ -1,0 +1,67 @@
+"""The lab's containers, as the Docker API shows them: only those labelled with this compose project.
+
+A service name resolves to its running container, the PID that holds its network namespace and its
+address on the lab network. Anything without the project's label does not exist for the controller.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import docker
+import docker.errors
+
+PROJECT_LABEL = "com.docker.compose.project"
+SERVICE_LABEL = "com.docker.compose.service"
+
+
+@dataclass(frozen=True)
+class LabContainer:
+    service: str
+    name: str
+    id: str
+    pid: int
+    ip: str | None
+    running: bool
+
+    def as_json(self) -> dict:
+        return {
+            "service": self.service,
+            "container": self.name,
+            "id": self.id[:12],
+            "pid": self.pid,
+            "ip": self.ip,
+            "running": self.running,
+        }
+
+
+class Containers:
+    def __init__(self, project: str, client=None):
+        self.project = project
+        self._client = client
+
+    @property
+    def client(self):
+        if self._client is None:
+            self._client = docker.from_env(timeout=10)
+        return self._client
+
+    def list(self) -> dict[str, LabContainer]:
+        """service -> container, for every container of this project (one per service)."""
+        found: dict[str, LabContainer] = {}
+        for container in self.client.containers.list(all=True, filters={"label": f"{PROJECT_LABEL}={self.project}"}):
+            labels = container.attrs["Config"]["Labels"] or {}
+            if labels.get(PROJECT_LABEL) != self.project or SERVICE_LABEL not in labels:
+                continue
+            state = container.attrs["State"]
+            networks = container.attrs["NetworkSettings"]["Networks"] or {}
+            ip = next(
+                (n["IPAddress"] for name, n in networks.items() if name.endswith("_lab") and n.get("IPAddress")), None
+            )
+            service = labels[SERVICE_LABEL]
+            entry = LabContainer(
+                service, container.name, container.id, int(state.get("Pid") or 0), ip, bool(state.get("Running"))
+            )
+            if service not in found or entry.running:
+                found[service] = entry
+        return found

@@ -1,0 +1,62 @@
+"""The one way the controller runs a command, and the only place that enters a container's network
+namespace (`nsenter --target PID --net`). Commands are argv lists, never shell strings.
+
+`Executor(dry_run=True)` records the argv it would run and runs nothing: unit tests compare the
+recorded lists against golden argv, and `?dry_run=1` style previews can print them.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass, field
+
+
+class CommandError(RuntimeError):
+    def __init__(self, argv: list[str], returncode: int, stderr: str):
+        super().__init__(f"{' '.join(argv)}: exit {returncode}: {stderr.strip()[:500]}")
+        self.argv, self.returncode, self.stderr = argv, returncode, stderr
+
+
+def in_netns(pid: int, argv: list[str]) -> list[str]:
+    """argv run inside the network namespace of process `pid` (the controller's filesystem stays)."""
+    if not isinstance(pid, int) or pid <= 1:
+        raise ValueError(f"not a container process id: {pid!r}")
+    return ["nsenter", f"--target={pid}", "--net", "--", *argv]
+
+
+@dataclass
+class Executor:
+    dry_run: bool = False
+    timeout: float = 30.0
+    ran: list[list[str]] = field(default_factory=list)
+
+    def run(
+        self,
+        argv: list[str],
+        netns_pid: int | None = None,
+        check: bool = True,
+        timeout: float | None = None,
+        stdin: str | None = None,
+    ) -> str:
+        """Runs argv (inside `netns_pid`'s network namespace if given), `stdin` fed to it; returns stdout."""
+        full = in_netns(netns_pid, argv) if netns_pid is not None else list(argv)
+        if not all(isinstance(a, str) for a in full):
+            raise TypeError(f"argv must be strings: {full!r}")
+        self.ran.append(full)
+        if self.dry_run:
+            return ""
+        done = subprocess.run(
+            full, input=stdin, capture_output=True, text=True, timeout=timeout or self.timeout, check=False
+        )
+        if check and done.returncode != 0:
+            raise CommandError(full, done.returncode, done.stderr)
+        return done.stdout
+
+    def spawn(self, argv: list[str], netns_pid: int) -> subprocess.Popen | None:
+        """Starts a long-running helper (a shaping worker) inside `netns_pid`'s network namespace,
+        with a pipe on its stdin for live settings."""
+        full = in_netns(netns_pid, argv)
+        self.ran.append(full)
+        if self.dry_run:
+            return None
+        return subprocess.Popen(full, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, bufsize=1)

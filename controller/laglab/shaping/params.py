@@ -1,0 +1,206 @@
+"""Shaping parameters: tc-style units converted once, ranges declared once, cross-field rules.
+
+A request body becomes a `Shaping` (all values in SI units: seconds, fractions, bits per second) or
+a `ParamError` naming the field. Nothing here touches the kernel.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass, fields
+
+DIRECTIONS = ("egress", "ingress", "both")
+DISTRIBUTIONS = ("uniform", "normal", "pareto", "paretonormal")
+
+_TIME_UNITS = {"": 1e-6, "us": 1e-6, "usec": 1e-6, "ms": 1e-3, "msec": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0}
+# tc(8): bit, kbit, mbit, gbit, tbit are bits/s (SI); bps, kbps, mbps, gbps are BYTES/s; "ibit" = 1024-based.
+_RATE_UNITS = {
+    "bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12,
+    "kibit": 1024, "mibit": 1024**2, "gibit": 1024**3,
+    "bps": 8, "kbps": 8e3, "mbps": 8e6, "gbps": 8e9,
+}  # fmt: skip
+_NUMBER = r"(\d+(?:\.\d+)?|\.\d+)"
+
+LIMITS = {
+    "delay": (0.0, 60.0),
+    "jitter": (0.0, 60.0),
+    "rate": (8e3, 10e9),
+    "duration": (1.0, 86400.0),
+}
+
+
+class ParamError(ValueError):
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+def parse_time(field: str, value: object) -> float:
+    """'125ms', '1.5s', '500us', 0 -> seconds. A bare number is tc's default unit: microseconds."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ParamError(field, f"expected a time like '125ms', got {value!r}")
+    text = str(value).strip().lower()
+    match = re.fullmatch(_NUMBER + r"\s*([a-z]*)", text)
+    if not match or match.group(2) not in _TIME_UNITS:
+        raise ParamError(field, f"{value!r} is not a time (units: us, ms, s)")
+    seconds = float(match.group(1)) * _TIME_UNITS[match.group(2)]
+    low, high = LIMITS.get(field, (0.0, 60.0))
+    if not low <= seconds <= high:
+        raise ParamError(field, f"{value!r} is out of range {format_time(low)}..{format_time(high)}")
+    return seconds
+
+
+def parse_percent(field: str, value: object) -> float:
+    """'0.5%' or 0.5 (meaning 0.5 %) -> fraction 0.005."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ParamError(field, f"expected a percentage like '0.5%', got {value!r}")
+    text = str(value).strip()
+    match = re.fullmatch(_NUMBER + r"\s*%?", text)
+    if not match:
+        raise ParamError(field, f"{value!r} is not a percentage")
+    percent = float(match.group(1))
+    if not 0.0 <= percent <= 100.0:
+        raise ParamError(field, f"{value!r} is out of range 0%..100%")
+    return percent / 100.0
+
+
+def parse_rate(field: str, value: object) -> float:
+    """'2mbit', '256kbit', '1gbit', '100kbps' (bytes) -> bits per second."""
+    if isinstance(value, bool) or not isinstance(value, str):
+        raise ParamError(field, f"expected a rate like '2mbit', got {value!r}")
+    match = re.fullmatch(_NUMBER + r"\s*([a-z]+)", value.strip().lower())
+    if not match or match.group(2) not in _RATE_UNITS:
+        raise ParamError(field, f"{value!r} is not a rate (units: bit, kbit, mbit, gbit; bps, kbps, mbps are bytes/s)")
+    bits = float(match.group(1)) * _RATE_UNITS[match.group(2)]
+    low, high = LIMITS["rate"]
+    if not low <= bits <= high:
+        raise ParamError(field, f"{value!r} is out of range 8kbit..10gbit")
+    return bits
+
+
+def format_time(seconds: float) -> str:
+    if seconds >= 1 and float(seconds).is_integer():
+        return f"{int(seconds)}s"
+    ms = seconds * 1e3
+    if ms >= 1 or seconds == 0:
+        return f"{ms:g}ms"
+    return f"{seconds * 1e6:g}us"
+
+
+def format_rate(bits: float) -> str:
+    for unit, size in (("gbit", 1e9), ("mbit", 1e6), ("kbit", 1e3)):
+        if bits >= size and math.isclose(bits / size, round(bits / size, 3)):
+            return f"{round(bits / size, 3):g}{unit}"
+    return f"{int(bits)}bit"
+
+
+def format_percent(fraction: float) -> str:
+    return f"{fraction * 100:g}%"
+
+
+@dataclass(frozen=True)
+class Shaping:
+    """One set of impairments, in SI units. None = not asked for."""
+
+    delay: float = 0.0
+    jitter: float = 0.0
+    loss: float = 0.0
+    rate: float | None = None
+    correlation: float = 0.0
+    distribution: str | None = None
+    duplicate: float = 0.0
+    corrupt: float = 0.0
+    reorder: float = 0.0
+
+    @property
+    def empty(self) -> bool:
+        return self == Shaping()
+
+    def to_json(self) -> dict:
+        """tc-style strings, only the fields that are set."""
+        out: dict = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value in (None, 0.0) or (f.name == "distribution" and value is None):
+                continue
+            if f.name in ("delay", "jitter"):
+                out[f.name] = format_time(value)
+            elif f.name == "rate":
+                out[f.name] = format_rate(value)
+            elif f.name == "distribution":
+                out[f.name] = value
+            else:
+                out[f.name] = format_percent(value)
+        return out
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Request:
+    """A PUT body: what to apply, to which traffic, for how long."""
+
+    shaping: Shaping
+    peer: str | None = None
+    direction: str = "egress"
+    duration: float | None = None
+
+
+_PARSERS = {
+    "delay": parse_time,
+    "jitter": parse_time,
+    "loss": parse_percent,
+    "rate": parse_rate,
+    "correlation": parse_percent,
+    "duplicate": parse_percent,
+    "corrupt": parse_percent,
+    "reorder": parse_percent,
+}
+_SERVICE_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
+
+
+def parse_request(body: object) -> Request:
+    """Validate a PUT /api/shaping/<service> body. Raises ParamError naming the first bad field."""
+    if not isinstance(body, dict):
+        raise ParamError("body", "expected a JSON object")
+    known = {*_PARSERS, "distribution", "peer", "direction", "duration"}
+    for key in body:
+        if key not in known:
+            raise ParamError(str(key)[:64], f"unknown field; known fields: {', '.join(sorted(known))}")
+    values = {name: parse(name, body[name]) for name, parse in _PARSERS.items() if body.get(name) is not None}
+    distribution = body.get("distribution")
+    if distribution is not None and distribution not in DISTRIBUTIONS:
+        raise ParamError("distribution", f"{distribution!r} is not one of {', '.join(DISTRIBUTIONS)}")
+    shaping = Shaping(**values, distribution=distribution)
+    if shaping.jitter and not shaping.delay:
+        raise ParamError("jitter", "needs a delay")
+    if shaping.distribution and not shaping.jitter:
+        raise ParamError("distribution", "needs a jitter")
+    if shaping.reorder and not shaping.delay:
+        raise ParamError("reorder", "needs a delay")
+    if shaping.correlation and not (shaping.jitter or shaping.loss):
+        raise ParamError("correlation", "needs a jitter or a loss")
+    if shaping.empty:
+        raise ParamError(
+            "body", "nothing to apply: give at least one of delay, jitter, loss, rate, duplicate, corrupt, reorder"
+        )
+    peer = body.get("peer")
+    if peer is not None and (not isinstance(peer, str) or not _SERVICE_RE.match(peer)):
+        raise ParamError("peer", f"{peer!r} is not a service name")
+    direction = body.get("direction", "egress")
+    if direction not in DIRECTIONS:
+        raise ParamError("direction", f"{direction!r} is not one of {', '.join(DIRECTIONS)}")
+    duration = body.get("duration")
+    return Request(
+        shaping=shaping,
+        peer=peer,
+        direction=direction,
+        duration=None if duration is None else parse_time("duration", duration),
+    )
+
+
+def valid_service(name: str) -> bool:
+    return bool(_SERVICE_RE.match(name))

@@ -1,0 +1,96 @@
+"""From desired shaping to what each container's kernel must hold. Pure: no I/O.
+
+Desired state is a set of entries, each (service, peer or None) -> settings + direction. The plan
+says, per container:
+- `hold`: impairments applied to packets it RECEIVES, per source address ("*" = any source). Egress
+  shaping of a service becomes ingress holding at its peers: delaying a sender's own egress
+  starves TCP (TCP Small Queues counts held packets against the socket).
+- `rates`: rate limits on its egress, per destination address (None = all traffic).
+Settings that apply to the same packets add up (delays and jitters add, losses combine).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .params import Shaping
+
+
+@dataclass(frozen=True)
+class Entry:
+    service: str
+    peer: str | None
+    direction: str
+    shaping: Shaping
+    expires_at: float | None = None
+
+    @property
+    def key(self) -> tuple[str, str | None]:
+        return (self.service, self.peer)
+
+
+@dataclass(frozen=True)
+class Hold:
+    delay: float = 0.0
+    jitter: float = 0.0
+    loss: float = 0.0
+    distribution: str | None = None
+
+    def plus(self, other: Hold) -> Hold:
+        return Hold(
+            delay=self.delay + other.delay,
+            jitter=self.jitter + other.jitter,
+            loss=1.0 - (1.0 - self.loss) * (1.0 - other.loss),
+            distribution=self.distribution or other.distribution,
+        )
+
+    def as_worker_rule(self) -> dict:
+        return {
+            "delay": self.delay,
+            "jitter": self.jitter,
+            "loss": self.loss,
+            "distribution": self.distribution or "uniform",
+        }
+
+
+@dataclass
+class NamespacePlan:
+    hold: dict[str, Hold] = field(default_factory=dict)  # source ip or "*" -> impairments
+    rates: dict[str | None, float] = field(default_factory=dict)  # destination ip or None -> bits/s
+
+    def add_hold(self, source: str, hold: Hold) -> None:
+        self.hold[source] = self.hold[source].plus(hold) if source in self.hold else hold
+
+    @property
+    def empty(self) -> bool:
+        return not self.hold and not self.rates
+
+
+def hold_of(shaping: Shaping) -> Hold | None:
+    hold = Hold(shaping.delay, shaping.jitter, shaping.loss, shaping.distribution)
+    return None if hold == Hold(distribution=shaping.distribution) else hold
+
+
+def build(entries: list[Entry], ips: dict[str, str]) -> dict[str, NamespacePlan]:
+    """service -> plan, for every service in `ips` (service -> address on the lab network).
+    Entries naming a service or peer that is not running are skipped (re-applied when it runs)."""
+    plans = {service: NamespacePlan() for service in ips}
+    for entry in sorted(entries, key=lambda e: (e.service, e.peer or "")):
+        if entry.service not in ips or (entry.peer is not None and entry.peer not in ips):
+            continue
+        hold = hold_of(entry.shaping)
+        own_ip = ips[entry.service]
+        peers = [entry.peer] if entry.peer else [s for s in ips if s != entry.service]
+        if entry.direction in ("egress", "both"):
+            if hold:
+                for peer in peers:
+                    plans[peer].add_hold(own_ip, hold)
+            if entry.shaping.rate:
+                dest = ips[entry.peer] if entry.peer else None
+                plans[entry.service].rates[dest] = entry.shaping.rate
+        if entry.direction in ("ingress", "both") and hold:
+            if entry.peer:
+                plans[entry.service].add_hold(ips[entry.peer], hold)
+            else:
+                plans[entry.service].add_hold("*", hold)
+    return plans
