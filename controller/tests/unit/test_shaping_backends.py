@@ -1,0 +1,132 @@
+"""Golden argv for both backends and the plan they are built from."""
+
+import json
+
+from laglab.shaping import backends
+from laglab.shaping.executor import Executor, in_netns
+from laglab.shaping.params import Shaping
+from laglab.shaping.plan import Entry, Hold, build
+
+IPS = {"mysql-source": "10.0.0.2", "mysql-target": "10.0.0.3", "loadgen": "10.0.0.4"}
+
+
+def test_egress_delay_of_a_service_is_held_at_every_peer():
+    plans = build([Entry("mysql-source", None, "egress", Shaping(delay=0.1))], IPS)
+    assert plans["mysql-target"].hold == {"10.0.0.2": Hold(delay=0.1)}
+    assert plans["loadgen"].hold == {"10.0.0.2": Hold(delay=0.1)}
+    assert plans["mysql-source"].empty
+
+
+def test_link_settings_and_ingress_add_up():
+    entries = [
+        Entry("mysql-source", "mysql-target", "egress", Shaping(delay=0.1, loss=0.1, rate=2e6)),
+        Entry("mysql-target", None, "ingress", Shaping(delay=0.05)),
+        Entry("mysql-target", "mysql-source", "both", Shaping(delay=0.01)),
+    ]
+    plans = build(entries, IPS)
+    assert plans["mysql-target"].hold["10.0.0.2"].delay == 0.11  # link egress + target's link ingress
+    assert plans["mysql-target"].hold["*"] == Hold(delay=0.05)
+    assert plans["mysql-source"].hold == {"10.0.0.3": Hold(delay=0.01)}
+    assert plans["mysql-source"].rates == {"10.0.0.3": 2e6}
+    assert "10.0.0.2" not in plans["loadgen"].hold
+
+
+def test_entries_for_absent_services_wait():
+    assert build([Entry("mysql-source", "gone", "egress", Shaping(delay=0.1))], IPS)["mysql-source"].empty
+
+
+def test_userspace_golden_chain_and_rules():
+    plans = build(
+        [Entry("mysql-source", "mysql-target", "egress", Shaping(delay=0.125, jitter=0.005, loss=0.005))], IPS
+    )
+    assert backends.iptables_restore_input(plans["mysql-target"]) == (
+        "*filter\n:LAGLAB - [0:0]\n-A LAGLAB -s 10.0.0.2/32 ! -i lo -j NFQUEUE --queue-num 0 --queue-bypass\nCOMMIT\n"
+    )
+    assert json.loads(backends.worker_rules(plans["mysql-target"])) == {
+        "10.0.0.2": {"delay": 0.125, "jitter": 0.005, "loss": 0.005, "distribution": "uniform"}
+    }
+
+
+def test_userspace_golden_htb_per_peer():
+    cmds = backends.htb_commands({None: 2e6, "10.0.0.3": 256e3})
+    assert cmds[0] == ["tc", "qdisc", "replace", "dev", "eth0", "root", "handle", "1:", "htb", "default", "10"]
+    assert cmds[2] == ["tc", "class", "replace", "dev", "eth0", "parent", "1:1", "classid", "1:10", "htb",
+                       "rate", "2mbit", "ceil", "2mbit", "burst", "15140", "cburst", "15140", "quantum", "1514"]  # fmt: skip
+    assert cmds[4] == ["tc", "filter", "replace", "dev", "eth0", "parent", "1:", "protocol", "ip", "prio", "1",
+                       "handle", "800::b", "u32", "match", "ip", "dst", "10.0.0.3/32", "flowid", "1:11"]  # fmt: skip
+
+
+def test_userspace_refuses_what_it_cannot_honour():
+    refuse = backends.UserspaceBackend.unsupported
+    assert refuse(Entry("a", None, "egress", Shaping(delay=0.1, duplicate=0.01)))[0] == "duplicate"
+    assert refuse(Entry("a", None, "ingress", Shaping(rate=1e6)))[0] == "rate"
+    assert (
+        refuse(Entry("a", None, "egress", Shaping(delay=0.1, jitter=0.01, distribution="pareto")))[0] == "distribution"
+    )
+    assert refuse(Entry("a", None, "both", Shaping(delay=0.1))) is None
+
+
+def test_kernel_golden_netem_with_tbf_child():
+    cmds = backends.KernelBackend().tc_commands(Shaping(delay=0.125, jitter=0.005, loss=0.005, rate=2e6), {})
+    assert cmds == [
+        ["tc", "qdisc", "replace", "dev", "eth0", "root", "handle", "1:", "netem", "limit", "1000",
+         "delay", "125ms", "5ms", "loss", "0.5%"],
+        ["tc", "qdisc", "replace", "dev", "eth0", "parent", "1:1", "handle", "10:", "tbf",
+         "rate", "2mbit", "burst", "15140", "limit", "60560"],
+    ]  # fmt: skip
+
+
+def test_kernel_netem_limit_grows_with_rate_times_delay():
+    args = backends.KernelBackend.netem_args(Shaping(delay=0.5), 1e9)
+    assert args[:3] == ["netem", "limit", "62500"]  # 1 gbit x 500 ms = 41 667 full frames, x 1.5
+
+
+def test_kernel_golden_per_peer_htb_with_netem_leaves():
+    cmds = backends.KernelBackend().tc_commands(None, {"10.0.0.3": Shaping(delay=0.1, rate=2e6)})
+    assert cmds[-1] == [
+        "tc",
+        "qdisc",
+        "replace",
+        "dev",
+        "eth0",
+        "parent",
+        "1:11",
+        "handle",
+        "11:",
+        "netem",
+        "limit",
+        "1000",
+        "delay",
+        "100ms",
+    ]
+    assert ["tc", "filter", "replace", "dev", "eth0", "parent", "1:", "protocol", "ip", "prio", "1", "handle", "800::b",
+            "u32", "match", "ip", "dst", "10.0.0.3/32", "flowid", "1:11"] in cmds  # fmt: skip
+
+
+def test_kernel_backend_refuses_ingress():
+    assert backends.KernelBackend.unsupported(Entry("a", None, "ingress", Shaping(delay=0.1)))[0] == "direction"
+
+
+def test_executor_enters_the_namespace_with_argv_only():
+    executor = Executor(dry_run=True)
+    executor.run(["tc", "qdisc", "show"], netns_pid=4242)
+    assert executor.ran == [["nsenter", "--target=4242", "--net", "--", "tc", "qdisc", "show"]]
+    try:
+        in_netns(1, ["true"])
+    except ValueError as error:
+        assert "not a container process id" in str(error)
+    else:
+        raise AssertionError("pid 1 must be refused")
+
+
+def test_in_place_rate_change_uses_class_change():
+    from laglab.shaping.plan import NamespacePlan
+
+    executor = Executor(dry_run=True)
+    backends.apply_userspace_tc(executor, 4242, NamespacePlan(rates={None: 5e6}), NamespacePlan(rates={None: 2e6}))
+    assert all(cmd[4:7] == ["tc", "class", "change"] for cmd in executor.ran)
+    executor.ran.clear()
+    backends.apply_userspace_tc(
+        executor, 4242, NamespacePlan(rates={"10.0.0.3": 5e6}), NamespacePlan(rates={None: 2e6})
+    )
+    assert executor.ran[0][4:] == ["tc", "qdisc", "del", "dev", "eth0", "root"]
