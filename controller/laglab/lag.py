@@ -3,9 +3,10 @@
 Every interval the writer sets `laglab_meta.heartbeat` (seq, NOW(6)) on the source and remembers
 what it wrote; half an interval later the sampler reads the row on the target together with the
 target's NOW(6). All containers share the host's clock, so there is no skew to correct. Two readings:
-- lag_seconds: target's now - the oldest heartbeat written but not yet on the target; 0 when the
-  target holds every heartbeat written so far. This is the replica's delay, without the sampling
-  period added, and it returns to 0 when replication catches up.
+- lag_seconds: how far behind the target is. Its replication frontier lies between the newest
+  heartbeat it holds and the oldest one written but not yet on it; lag = target's now - the middle
+  of those two write times (error at most half an interval), and 0 when the target holds every
+  heartbeat written so far, so it returns to 0 when replication catches up.
 - heartbeat_age_seconds: target's now - newest heartbeat on the target (pt-heartbeat's reading);
   never below the time since the last write. Each sample also keeps
 Seconds_Behind_Source and, on MySQL, performance_schema's applier timestamps. Samples go to memory
@@ -64,14 +65,18 @@ def heartbeat_age(target_now: float, heartbeat_ts: float) -> float:
     return round(max(0.0, target_now - heartbeat_ts), 6)
 
 
-def pending_lag(target_now: float, target_seq: int, written: list[tuple[int, float]]) -> float | None:
-    """Age of the oldest heartbeat written (seq, ts) but not yet on the target, 0 when none is missing.
-    None when nothing is known of what was written (the writer has not succeeded yet)."""
+def frontier_lag(
+    target_now: float, target_seq: int, target_ts: float, written: list[tuple[int, float]]
+) -> float | None:
+    """Target's now - the middle of (newest heartbeat on the target, oldest written but not on it);
+    0 when none is missing. None when nothing is known of what was written (no write succeeded yet)."""
     if not written:
         return None
     for seq, ts in written:
         if seq > target_seq:
-            return round(max(0.0, target_now - ts), 6) if ts <= target_now else 0.0
+            if ts > target_now:  # written after the target's clock was read
+                return 0.0
+            return round(max(0.0, target_now - (target_ts + ts) / 2), 6)
     return 0.0
 
 
@@ -105,8 +110,8 @@ def make_sample(
         return sample
     sample.heartbeat_seq = int(heartbeat["seq"])
     sample.heartbeat_age_seconds = heartbeat_age(now, float(heartbeat["ts"]))
-    pending = pending_lag(now, sample.heartbeat_seq, written or [])
-    sample.lag_seconds = sample.heartbeat_age_seconds if pending is None else pending
+    lag = frontier_lag(now, sample.heartbeat_seq, float(heartbeat["ts"]), written or [])
+    sample.lag_seconds = sample.heartbeat_age_seconds if lag is None else lag
     if source_error:
         sample.status, sample.reason = "gap", f"mysql-source: {source_error}"
     elif not status:
@@ -182,16 +187,22 @@ class LagRecorder:
                 self._dst = connect(self.target, timeout=min(2.0, max(0.5, self.interval * 5)))
                 self._dst_dialect = server_dialect(self._dst)
             with self._dst.cursor() as cur:
-                cur.execute("SELECT UNIX_TIMESTAMP(NOW(6)) AS now")
-                now = float(cur.fetchone()["now"])
                 try:
-                    cur.execute(f"SELECT seq, UNIX_TIMESTAMP(ts) AS ts FROM {META_SCHEMA}.heartbeat WHERE id = 1")
+                    # One statement: the clock and the row are read together (NOW(6) is the
+                    # statement's start), so an apply can't fall between them.
+                    cur.execute(
+                        f"SELECT UNIX_TIMESTAMP(NOW(6)) AS now, seq, UNIX_TIMESTAMP(ts) AS ts FROM {META_SCHEMA}.heartbeat WHERE id = 1"
+                    )
                     heartbeat = cur.fetchone()
                 except pymysql.MySQLError as error:
-                    if error.args and error.args[0] in (1049, 1146):  # not replicated yet
-                        heartbeat = None
-                    else:
+                    if not error.args or error.args[0] not in (1049, 1146):
                         raise
+                    heartbeat = None  # not replicated yet
+                if heartbeat is None:
+                    cur.execute("SELECT UNIX_TIMESTAMP(NOW(6)) AS now")
+                    now = float(cur.fetchone()["now"])
+                else:
+                    now = float(heartbeat["now"])
                 cur.execute(self._dst_dialect.replica_status)
                 status = cur.fetchone()
                 applier = None

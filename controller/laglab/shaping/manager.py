@@ -231,12 +231,14 @@ class ShapingManager:
 
     def read_back(self, service: str, pid: int) -> dict:
         chain = self.executor.run(["iptables", "-S", backends.CHAIN], netns_pid=pid, check=False)
+        hooks = self.executor.run(["iptables", "-S", "INPUT"], netns_pid=pid, check=False)
         qdisc = self.executor.run(["tc", "-j", "qdisc", "show", "dev", backends.DEV], netns_pid=pid, check=False)
         classes = self.executor.run(["tc", "-j", "class", "show", "dev", backends.DEV], netns_pid=pid, check=False)
         worker = self.workers.get(service)
         applied = self.applied.get(service)
         return {
             "iptables": [line for line in chain.splitlines() if line.startswith("-A ")],
+            "input_hooks": sum(1 for line in hooks.splitlines() if line.strip() == f"-A INPUT -j {backends.CHAIN}"),
             "qdiscs": _json_or_empty(qdisc),
             "classes": _json_or_empty(classes),
             "worker": None

@@ -1,7 +1,10 @@
 """Live shaping on real containers: asked vs measured (ping -U, iperf3), per-peer isolation,
 clearing, refusals. The userspace backend here (no sch_netem); the same API on the kernel one."""
 
+import concurrent.futures
+import datetime
 import subprocess
+import time
 
 import pytest
 
@@ -100,3 +103,92 @@ def test_a_container_outside_the_project_is_not_found(api):
             assert response.json()["error"].startswith("service: no service")
     finally:
         subprocess.run(["docker", "rm", "-f", name], capture_output=True, check=False)
+
+
+def kernel_of(api, service):
+    return api.get(f"/api/shaping/{service}").json()["kernel"][service]
+
+
+def worker_processes() -> int:
+    out = subprocess.run(["pgrep", "-fc", "laglab.shaping.nfqueue"], capture_output=True, text=True, check=False).stdout
+    return int(out.strip() or 0)
+
+
+def test_restarted_container_gets_its_shaping_back_within_2s(api, compose, settings):
+    assert put(api, "mysql-source", {"delay": "60ms", "peer": "mysql-target"}).status_code == 200
+    old_worker = kernel_of(api, "mysql-target")["worker"]["pid"]
+    compose("restart", "-t", "2", "mysql-target")
+    container = f"{settings.COMPOSE_PROJECT_NAME}-mysql-target-1"
+    started = subprocess.run(
+        ["docker", "inspect", "-f", "{{.State.StartedAt}}", container], capture_output=True, text=True, check=True
+    )
+    started_epoch = docker_time(started.stdout.strip())
+
+    def reapplied():
+        kernel = kernel_of(api, "mysql-target")
+        return (
+            kernel["worker"]
+            and kernel["worker"]["pid"] != old_worker
+            and len(kernel["iptables"]) == 1
+            and kernel["input_hooks"] == 1
+        )
+
+    wait_until(reapplied, 10, 0.05, "shaping back on the restarted target")
+    assert time.time() - started_epoch <= 2.0 + 0.5  # 0.5: this poll's own granularity and the API round trip
+    rtt = verify(api, "mysql-source", "mysql-target", count=20, seconds=1)["measured"]["rtt"]
+    assert 58 <= rtt["median_ms"] <= 63
+    wait_until(
+        lambda: "healthy" in compose("ps", "mysql-target", "--format", "{{.Status}}").stdout, 120, 1, "target healthy"
+    )
+
+
+def docker_time(text: str) -> float:
+    """Docker's RFC 3339 time with nanoseconds -> epoch seconds."""
+    head, _, frac = text.rstrip("Z").partition(".")
+    whole = datetime.datetime.strptime(head, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=datetime.UTC)
+    return whole.timestamp() + float("0." + (frac or "0"))
+
+
+def test_controller_kill_9_then_restart_leaves_exactly_the_desired_rules(api, compose):
+    assert put(api, "mysql-source", {"delay": "30ms", "peer": "mysql-target"}).status_code == 200
+    assert put(api, "loadgen", {"delay": "20ms", "rate": "50mbit"}).status_code == 200
+    before = {s: kernel_of(api, s) for s in ("mysql-target", "mysql-source", "loadgen")}
+    assert worker_processes() == 2  # mysql-target (from source and loadgen) and mysql-source (from loadgen)
+    compose("kill", "-s", "KILL", "controller")
+    compose("up", "-d", "--wait", "controller", timeout=180)
+    wait_until(lambda: api.get("/api/health").status_code == 200, 60, 0.5, "controller back")
+    after = {s: kernel_of(api, s) for s in before}
+    for service, kernel in after.items():
+        assert kernel["iptables"] == before[service]["iptables"], service
+        assert kernel["input_hooks"] == (1 if before[service]["iptables"] or before[service]["input_hooks"] else 0), (
+            service
+        )
+        assert [q["kind"] for q in kernel["qdiscs"]] == [q["kind"] for q in before[service]["qdiscs"]], service
+        assert (kernel["worker"] is None) == (before[service]["worker"] is None), service
+    assert worker_processes() == 2
+    rtt = verify(api, "mysql-source", "mysql-target", count=20, seconds=1)["measured"]["rtt"]
+    assert 29 <= rtt["median_ms"] <= 33
+
+
+def test_concurrent_requests_end_in_the_last_accepted_state(api):
+    delays = [f"{10 + i}ms" for i in range(12)]
+    with concurrent.futures.ThreadPoolExecutor(6) as pool:
+        statuses = list(
+            pool.map(lambda d: put(api, "mysql-source", {"delay": d, "peer": "mysql-target"}).status_code, delays)
+        )
+    assert statuses == [200] * len(delays)
+    desired = api.get("/api/shaping/mysql-source").json()["desired"]
+    assert len(desired) == 1 and desired[0]["delay"] in delays
+    rules = kernel_of(api, "mysql-target")["worker"]["rules"]
+    assert len(rules) == 1
+    (rule,) = rules.values()
+    assert f"{round(rule['delay'] * 1000)}ms" == desired[0]["delay"]
+    assert len(kernel_of(api, "mysql-target")["iptables"]) == 1
+
+
+def test_duration_reverts_by_itself(api):
+    assert put(api, "mysql-source", {"delay": "40ms", "peer": "mysql-target", "duration": "2s"}).status_code == 200
+    assert kernel_of(api, "mysql-target")["iptables"]
+    wait_until(lambda: not api.get("/api/shaping/mysql-source").json()["desired"], 5, 0.1, "the entry to expire")
+    wait_until(lambda: kernel_of(api, "mysql-target")["iptables"] == [], 3, 0.1, "the rule to go")
+    assert api.get("/api/shaping/mysql-target").json()["kernel"]["mysql-target"]["worker"] is None

@@ -1,4 +1,4 @@
-from laglab.lag import applier_lag, heartbeat_age, make_sample, pending_lag
+from laglab.lag import applier_lag, frontier_lag, heartbeat_age, make_sample
 
 STATUS = {"Replica_IO_Running": "Yes", "Replica_SQL_Running": "Yes", "Seconds_Behind_Source": 0}
 WRITTEN = [(10, 100.0), (11, 100.1), (12, 100.2), (13, 100.3)]
@@ -9,11 +9,19 @@ def test_heartbeat_age_is_now_minus_newest():
     assert heartbeat_age(100.0, 100.000001) == 0.0  # DATETIME(6) rounding never gives negative lag
 
 
-def test_pending_lag_is_age_of_oldest_missing_heartbeat():
-    assert pending_lag(100.35, 11, WRITTEN) == 0.15  # 12 (written at 100.2) is the oldest missing
-    assert pending_lag(100.35, 13, WRITTEN) == 0.0  # caught up
-    assert pending_lag(100.15, 11, WRITTEN) == 0.0  # 12 was written after the target's clock was read
-    assert pending_lag(100.35, 11, []) is None
+def test_frontier_lag_is_between_newest_held_and_oldest_missing():
+    # Target holds 11 (written 100.1); 12 (100.2) is the oldest missing: frontier ~100.15.
+    assert frontier_lag(100.35, 11, 100.1, WRITTEN) == 0.2
+    assert frontier_lag(100.35, 13, 100.3, WRITTEN) == 0.0  # caught up
+    assert frontier_lag(100.15, 11, 100.1, WRITTEN) == 0.0  # 12 was written after the target's clock was read
+    assert frontier_lag(100.35, 11, 100.1, []) is None
+
+
+def test_constant_link_delay_is_read_exactly_when_sampled_mid_interval():
+    # Heartbeats every 100 ms, each taking 200 ms to arrive; sample at 0.45 s (half an interval off).
+    written = [(i, i * 0.1) for i in range(10)]
+    on_target = 2  # written 0.2, arrived 0.4; 3 (0.3) arrives 0.5
+    assert frontier_lag(0.45, on_target, 0.2, written) == 0.2
 
 
 def test_applier_lag_ignores_zero_dates():
@@ -27,7 +35,7 @@ def test_sample_from_a_healthy_replica():
         100.35, {"seq": 11, "ts": 100.1}, STATUS, {"committed": 99.0, "applied": 99.004}, None, WRITTEN
     )
     assert sample.status == "ok"
-    assert sample.lag_seconds == 0.15
+    assert sample.lag_seconds == 0.2
     assert sample.heartbeat_age_seconds == 0.25
     assert sample.heartbeat_seq == 11
     assert sample.applier_lag_seconds == 0.004
