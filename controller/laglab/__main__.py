@@ -22,6 +22,8 @@ def main() -> int:
     lab = app.extensions["laglab"]
 
     def _stop(signum, frame):
+        if lab.counters:
+            lab.counters.stop()
         if lab.shaping:
             lab.shaping.stop(clear_kernel=os.environ.get("CLEAR_SHAPING_ON_EXIT", "1") != "0")
         if lab.recorder:

@@ -12,6 +12,7 @@ from flask import Flask, request
 from . import config, errors
 from .api import BLUEPRINTS
 from .containers import Containers
+from .counters import Counters
 from .db import Endpoint, lab_endpoints
 from .lag import LagRecorder
 from .results import Run
@@ -30,6 +31,7 @@ class Lab:
     run: Run | None = None
     recorder: LagRecorder | None = None
     shaping: ShapingManager | None = None
+    counters: Counters | None = None
     netem_available: bool | None = None
 
 
@@ -61,6 +63,9 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
             containers, executor, backends.UserspaceBackend(), Path(app.config["SHAPING_STATE"])
         )
         lab.shaping.start()
+        if lab.run is not None:
+            lab.counters = Counters(containers, executor, lab.run)
+            lab.counters.start()
     app.extensions["laglab"] = lab
 
     token = str(settings.LAB_API_TOKEN)

@@ -105,6 +105,9 @@ PATHS = {
         },
     },
     "/api/containers": _get("The lab's services: container, PID, IP, shaping", errors=(401, 503)),
+    "/api/links": _get(
+        "Latest byte and packet counters per container and per link (also in links.csv)", errors=(401, 503)
+    ),
     "/api/verify": {
         "post": {
             "summary": "Measure a link from inside the lab: RTT (ping -U) and throughput (iperf3, both directions)",

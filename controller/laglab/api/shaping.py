@@ -1,5 +1,5 @@
 """Shaping of a service or of one link: PUT/GET/DELETE /api/shaping[/<service>], POST /api/verify,
-GET /api/containers."""
+GET /api/containers, GET /api/links (byte counters)."""
 
 from flask import Blueprint, current_app, request
 
@@ -80,6 +80,14 @@ def containers():
     lab = m.containers.list()
     shaped = {d["service"]: d["desired"] for d in m.all()}
     return {"containers": [{**c.as_json(), "shaping": shaped.get(s, [])} for s, c in sorted(lab.items())]}
+
+
+@bp.get("/api/links")
+def links():
+    counters = current_app.extensions["laglab"].counters
+    if counters is None:
+        raise ApiError(503, "link counters are not running")
+    return {"csv": f"results/{current_app.extensions['laglab'].run.path.name}/links.csv", "latest": counters.latest}
 
 
 @bp.post("/api/verify")

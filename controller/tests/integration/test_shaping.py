@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from .conftest import wait_until
+from .conftest import ROOT, wait_until
 
 
 def verify(api, src, dst, **extra):
@@ -192,3 +192,26 @@ def test_duration_reverts_by_itself(api):
     wait_until(lambda: not api.get("/api/shaping/mysql-source").json()["desired"], 5, 0.1, "the entry to expire")
     wait_until(lambda: kernel_of(api, "mysql-target")["iptables"] == [], 3, 0.1, "the rule to go")
     assert api.get("/api/shaping/mysql-target").json()["kernel"]["mysql-target"]["worker"] is None
+
+
+def test_link_counters_match_iperf3(api, settings):
+    def link_bytes(rows, service, peer):
+        return next(
+            int(r["tx_bytes"]) for r in rows if r["kind"] == "link" and r["service"] == service and r["peer"] == peer
+        )
+
+    wait_until(
+        lambda: any(r["kind"] == "link" for r in api.get("/api/links").json()["latest"]), 10, 0.5, "link counters"
+    )
+    before = api.get("/api/links").json()["latest"]
+    result = verify(api, "loadgen", "mysql-target", count=20, seconds=2)
+    time.sleep(2.5)  # the counters are sampled once a second
+    after_body = api.get("/api/links").json()
+    after = after_body["latest"]
+    sent = link_bytes(after, "loadgen", "mysql-target") - link_bytes(before, "loadgen", "mysql-target")
+    iperf_bytes = result["measured"]["forward_mbit"] * 1e6 / 8 * 2
+    assert 0.95 * iperf_bytes <= sent <= 1.3 * iperf_bytes + 2e6, (sent, iperf_bytes)
+    # A link that carried nothing but idle traffic stays small.
+    assert link_bytes(after, "loadgen", "mysql-source") - link_bytes(before, "loadgen", "mysql-source") < 1e6
+    assert {"container", "link"} <= {r["kind"] for r in after}
+    assert (ROOT / after_body["csv"]).stat().st_size > 0
