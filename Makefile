@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 ARGS ?=
 
-.PHONY: up down clean test test-unit test-integration lint format consistency lag ps logs bench-startup venv
+.PHONY: up down clean test test-unit test-integration lint format consistency lag ps logs bench-startup bench-shaping venv
 
 up: ## start the lab (installs and builds what is missing)
 	scripts/up $(ARGS)
@@ -30,7 +30,7 @@ test-integration: venv up
 	scripts/test integration
 
 lint: venv
-	cd controller && ../$(VENV)/bin/ruff check . ../scripts/bench-startup ../scripts/lag-now && ../$(VENV)/bin/ruff format --check . ../scripts/bench-startup ../scripts/lag-now
+	cd controller && ../$(VENV)/bin/ruff check . $(addprefix ../scripts/,bench-startup bench-shaping lag-now) && ../$(VENV)/bin/ruff format --check . $(addprefix ../scripts/,bench-startup bench-shaping lag-now)
 
 format: venv
 	cd controller && ../$(VENV)/bin/ruff format . && ../$(VENV)/bin/ruff check --fix .
@@ -46,6 +46,9 @@ ps:
 
 logs:
 	@source scripts/env.sh && compose logs --tail 50 $(SERVICE)
+
+bench-shaping: venv ## delay and rate fidelity, capacity under delay, control latency (lab running)
+	$(PY) scripts/bench-shaping
 
 bench-startup: venv ## cold/warm make up -> first replicated row, controller CPU/memory (ARGS=--cold)
 	$(PY) scripts/bench-startup $(ARGS)

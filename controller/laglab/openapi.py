@@ -123,6 +123,8 @@ PATHS = {
                                 "to": {"type": "string"},
                                 "count": {"type": "integer", "minimum": 20, "maximum": 1000, "default": 20},
                                 "seconds": {"type": "integer", "minimum": 1, "maximum": 60, "default": 3},
+                                "streams": {"type": "integer", "minimum": 1, "maximum": 16, "default": 1},
+                                "throughput": {"type": "boolean", "default": True, "description": "false: RTT only"},
                             },
                         }
                     }

@@ -37,13 +37,25 @@ def measure_rtt(executor: Executor, from_pid: int, to_ip: str, count: int) -> di
 
 
 def measure_throughput(
-    executor: Executor, from_pid: int, to_pid: int, to_ip: str, seconds: int, reverse: bool
+    executor: Executor, from_pid: int, to_pid: int, to_ip: str, seconds: int, reverse: bool, streams: int = 1
 ) -> float | None:
-    """Mbit/s received, from -> to (reverse: to -> from), one TCP stream."""
+    """Mbit/s received, from -> to (reverse: to -> from), over `streams` parallel TCP streams."""
     server = executor.spawn(["iperf3", "-s", "-1", "-p", "5201"], to_pid)
     try:
         time.sleep(0.3)
-        argv = ["iperf3", "-c", to_ip, "-p", "5201", "-t", str(seconds), "-J", *(["-R"] if reverse else [])]
+        argv = [
+            "iperf3",
+            "-c",
+            to_ip,
+            "-p",
+            "5201",
+            "-t",
+            str(seconds),
+            "-P",
+            str(streams),
+            "-J",
+            *(["-R"] if reverse else []),
+        ]
         out = executor.run(argv, netns_pid=from_pid, check=False, timeout=seconds + 30)
         try:
             return round(json.loads(out)["end"]["sum_received"]["bits_per_second"] / 1e6, 3)
