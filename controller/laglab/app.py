@@ -99,3 +99,10 @@ def netem_available(executor: Executor) -> bool:
         return False
     finally:
         executor.run(["ip", "link", "del", probe], check=False)
+
+
+def choose_backend(setting: str, netem: bool):
+    """auto: kernel netem where the kernel has it, the userspace backend elsewhere."""
+    if setting == "kernel" or (setting == "auto" and netem):
+        return backends.KernelBackend()
+    return backends.UserspaceBackend()

@@ -38,6 +38,15 @@ def _flavor(name: str, value: str) -> str:
     return value
 
 
+def _choice(allowed: tuple[str, ...]) -> Callable[[str, str], str]:
+    def parse(name: str, value: str) -> str:
+        if value not in allowed:
+            raise ConfigError(name, f"{value!r} is not one of {', '.join(allowed)}")
+        return value
+
+    return parse
+
+
 def _int_range(low: int, high: int) -> Callable[[str, str], int]:
     def parse(name: str, value: str) -> int:
         try:
@@ -117,6 +126,12 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("HEARTBEAT_INTERVAL_MS", "100", _int_range(10, 60000), "heartbeat write/sample period"),
     Variable("LAG_WINDOW_SECONDS", "300", _int_range(1, 86400), "samples kept in memory for /api/lag"),
     Variable("LAB_API_TOKEN", "", _text, "if set, the API requires 'Authorization: Bearer <token>'"),
+    Variable(
+        "SHAPING_BACKEND",
+        "auto",
+        _choice(("auto", "kernel", "userspace")),
+        "auto, kernel or userspace",
+    ),
     Variable("EXTRA_CA_BUNDLE", "", _text, "CA bundle for pip inside image builds (TLS proxies)"),
 )
 BY_NAME = {v.name: v for v in VARIABLES}

@@ -7,6 +7,7 @@ recorded lists against golden argv, and `?dry_run=1` style previews can print th
 
 from __future__ import annotations
 
+import io
 import subprocess
 from dataclasses import dataclass, field
 
@@ -52,11 +53,30 @@ class Executor:
             raise CommandError(full, done.returncode, done.stderr)
         return done.stdout
 
-    def spawn(self, argv: list[str], netns_pid: int) -> subprocess.Popen | None:
+    def spawn(self, argv: list[str], netns_pid: int) -> subprocess.Popen | DryRunProcess:
         """Starts a long-running helper (a shaping worker) inside `netns_pid`'s network namespace,
         with a pipe on its stdin for live settings."""
         full = in_netns(netns_pid, argv)
         self.ran.append(full)
         if self.dry_run:
-            return None
+            return DryRunProcess()
         return subprocess.Popen(full, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, bufsize=1)
+
+
+class DryRunProcess:
+    """What `spawn` returns in dry-run mode: a process that runs forever and reads its stdin into memory."""
+
+    pid = 0
+    returncode = None
+
+    def __init__(self):
+        self.stdin = io.StringIO()
+
+    def poll(self):
+        return None
+
+    def wait(self, timeout=None):
+        return 0
+
+    def kill(self):
+        pass

@@ -21,7 +21,7 @@ from ..containers import Containers, LabContainer
 from . import backends
 from .executor import CommandError, Executor
 from .params import Request, Shaping
-from .plan import Entry, NamespacePlan, build
+from .plan import EgressPlan, Entry, NamespacePlan, build, build_egress
 
 log = logging.getLogger("laglab.shaping")
 NOT_SHAPED = ("controller", "replication-setup")  # the measuring apparatus and one-shot jobs
@@ -36,9 +36,9 @@ class ShapingError(Exception):
 @dataclass
 class Applied:
     pid: int
-    plan: NamespacePlan
-    rules: str
-    chain: str
+    plan: NamespacePlan | EgressPlan
+    rules: str = ""
+    chain: str = ""
 
 
 class ShapingManager:
@@ -152,6 +152,12 @@ class ShapingManager:
         lab = self.containers.list() if lab is None else lab
         with self.lock:
             ips = self.shapeable(lab)
+            if self.backend.name == "kernel":
+                for service, egress in build_egress(list(self.entries.values()), ips).items():
+                    self._converge_kernel(service, lab[service].pid, egress, force)
+                for service in [s for s in self.applied if s not in ips]:
+                    del self.applied[service]
+                return
             plans = build(list(self.entries.values()), ips)
             for service, plan in plans.items():
                 self._converge(service, lab[service].pid, plan, force)
@@ -179,6 +185,17 @@ class ShapingManager:
                 self.executor, pid, plan, None if force else (previous.plan if previous else None)
             )
         self.applied[service] = Applied(pid, plan, rules, chain)
+
+    def _converge_kernel(self, service: str, pid: int, plan: EgressPlan, force: bool) -> None:
+        previous = self.applied.get(service)
+        if previous is not None and previous.pid == pid and previous.plan == plan and not force:
+            return
+        commands = self.backend.tc_commands(plan.service_wide, plan.per_peer)
+        # A new layout starts from an empty root, so no class, filter or leaf of a removed peer stays.
+        self.executor.run(["tc", "qdisc", "del", "dev", backends.DEV, "root"], netns_pid=pid, check=False)
+        for cmd in commands:
+            self.executor.run(cmd, netns_pid=pid)
+        self.applied[service] = Applied(pid, plan)
 
     def _ensure_jump(self, pid: int) -> None:
         present = self.executor.run(["iptables", "-S", "INPUT"], netns_pid=pid)
@@ -221,7 +238,11 @@ class ShapingManager:
         # Read back every namespace that carries this service's shaping: its own (rates, ingress
         # holds) and each receiver holding packets from it.
         own_ip = lab[service].ip if service in lab else None
-        involved = [service] + [s for s, a in self.applied.items() if s != service and own_ip in a.plan.hold]
+        involved = [service] + [
+            s
+            for s, a in self.applied.items()
+            if s != service and isinstance(a.plan, NamespacePlan) and own_ip in a.plan.hold
+        ]
         out["kernel"] = {
             name: self.read_back(name, lab[name].pid)
             for name in involved

@@ -94,3 +94,45 @@ def build(entries: list[Entry], ips: dict[str, str]) -> dict[str, NamespacePlan]
             else:
                 plans[entry.service].add_hold("*", hold)
     return plans
+
+
+def combine(a: Shaping, b: Shaping) -> Shaping:
+    """Two settings on the same packets: delays and jitters add, losses combine, the lower rate wins."""
+    rates = [r for r in (a.rate, b.rate) if r]
+    return Shaping(
+        delay=a.delay + b.delay,
+        jitter=a.jitter + b.jitter,
+        loss=1.0 - (1.0 - a.loss) * (1.0 - b.loss),
+        rate=min(rates) if rates else None,
+        correlation=max(a.correlation, b.correlation),
+        distribution=a.distribution or b.distribution,
+        duplicate=max(a.duplicate, b.duplicate),
+        corrupt=max(a.corrupt, b.corrupt),
+        reorder=max(a.reorder, b.reorder),
+    )
+
+
+@dataclass
+class EgressPlan:
+    """The kernel backend's view of one container: everything on its own egress."""
+
+    service_wide: Shaping | None = None
+    per_peer: dict[str, Shaping] = field(default_factory=dict)  # destination ip -> settings
+
+    @property
+    def empty(self) -> bool:
+        return self.service_wide is None and not self.per_peer
+
+
+def build_egress(entries: list[Entry], ips: dict[str, str]) -> dict[str, EgressPlan]:
+    """service -> egress plan (kernel backend: egress entries only; a link's settings include the
+    service-wide ones, since both apply to its packets)."""
+    plans = {service: EgressPlan() for service in ips}
+    for entry in entries:
+        if entry.service in ips and entry.peer is None:
+            plans[entry.service].service_wide = entry.shaping
+    for entry in entries:
+        if entry.service in ips and entry.peer in ips:
+            wide = plans[entry.service].service_wide
+            plans[entry.service].per_peer[ips[entry.peer]] = combine(wide, entry.shaping) if wide else entry.shaping
+    return plans

@@ -1,0 +1,102 @@
+"""The manager end to end with a fake Docker API and a dry-run executor: exact argv per backend."""
+
+import pytest
+
+from laglab.containers import LabContainer
+from laglab.shaping import backends
+from laglab.shaping.executor import Executor
+from laglab.shaping.manager import ShapingError, ShapingManager
+from laglab.shaping.params import parse_request
+
+LAB = {
+    "mysql-source": LabContainer("mysql-source", "laglab-mysql-source-1", "a" * 64, 1001, "10.0.0.2", True),
+    "mysql-target": LabContainer("mysql-target", "laglab-mysql-target-1", "b" * 64, 1002, "10.0.0.3", True),
+    "controller": LabContainer("controller", "laglab-controller-1", "c" * 64, 1003, "10.0.0.9", True),
+}
+
+
+class FakeContainers:
+    def __init__(self, lab):
+        self.lab = dict(lab)
+
+    def list(self):
+        return dict(self.lab)
+
+
+def manager(backend, tmp_path, lab=LAB):
+    return ShapingManager(FakeContainers(lab), Executor(dry_run=True), backend, tmp_path / "state.json")
+
+
+def ns(pid, *argv):
+    return ["nsenter", f"--target={pid}", "--net", "--", *argv]
+
+
+def test_kernel_backend_applies_netem_on_the_senders_egress(tmp_path):
+    m = manager(backends.KernelBackend(), tmp_path)
+    m.put("mysql-source", parse_request({"delay": "125ms", "rate": "2mbit"}))
+    ran = m.executor.ran
+    assert ns(1001, "tc", "qdisc", "del", "dev", "eth0", "root") in ran
+    assert (
+        ns(
+            1001,
+            "tc",
+            "qdisc",
+            "replace",
+            "dev",
+            "eth0",
+            "root",
+            "handle",
+            "1:",
+            "netem",
+            "limit",
+            "1000",
+            "delay",
+            "125ms",
+        )
+        in ran
+    )
+    assert not any("iptables-restore" in argv for argv in ran)
+    assert not any(argv[:2] == ["nsenter", "--target=1003"] for argv in ran), "the controller is never shaped"
+
+
+def test_kernel_backend_refuses_ingress_with_422(tmp_path):
+    with pytest.raises(ShapingError) as caught:
+        manager(backends.KernelBackend(), tmp_path).put(
+            "mysql-source", parse_request({"delay": "1ms", "direction": "ingress"})
+        )
+    assert caught.value.status == 422
+
+
+def test_userspace_backend_holds_at_the_receiver_and_reapplies_nothing_twice(tmp_path):
+    m = manager(backends.UserspaceBackend(), tmp_path)
+    m.put("mysql-source", parse_request({"delay": "50ms", "peer": "mysql-target"}))
+    ran = [argv for argv in m.executor.ran if argv[4:5] != ["iptables"] or argv[5:6] != ["-S"]]
+    assert ns(1002, "iptables-restore", "--noflush") in ran
+    assert ns(1002, "iptables", "-I", "INPUT", "1", "-j", "LAGLAB") in ran
+    worker = next(argv for argv in ran if "laglab.shaping.nfqueue" in argv)
+    assert worker[:4] == ["nsenter", "--target=1002", "--net", "--"]
+    m.executor.ran.clear()
+    m.apply()  # same desired state, same namespaces: nothing to do
+    assert m.executor.ran == []
+
+
+def test_saved_state_is_reloaded(tmp_path):
+    m = manager(backends.UserspaceBackend(), tmp_path)
+    m.put("mysql-source", parse_request({"delay": "50ms", "peer": "mysql-target", "duration": "60s"}))
+    again = manager(backends.UserspaceBackend(), tmp_path)
+    again.load()
+    assert list(again.entries) == [("mysql-source", "mysql-target")]
+    assert again.entries[("mysql-source", "mysql-target")].shaping.delay == 0.05
+
+
+def test_unknown_and_unshapeable_services(tmp_path):
+    m = manager(backends.UserspaceBackend(), tmp_path)
+    with pytest.raises(ShapingError) as caught:
+        m.put("nobody", parse_request({"delay": "1ms"}))
+    assert (caught.value.status, caught.value.message.split(" (")[0]) == (
+        404,
+        "service: no service 'nobody' in this lab",
+    )
+    with pytest.raises(ShapingError) as caught:
+        m.put("controller", parse_request({"delay": "1ms"}))
+    assert caught.value.status == 409
