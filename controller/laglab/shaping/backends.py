@@ -37,46 +37,21 @@ def htb_class_args(rate: float) -> list[str]:
     return ["rate", text, "ceil", text, "burst", str(burst), "cburst", str(burst), "quantum", str(quantum)]
 
 
+def htb_class(parent: str, classid: str, rate: float) -> list[str]:
+    return ["tc", "class", "replace", "dev", DEV, "parent", parent, "classid", classid, "htb", *htb_class_args(rate)]
+
+
 def htb_commands(rates: dict[str | None, float]) -> list[list[str]]:
     """Root htb 1:, parent 1:1; class 1:10 for all traffic (None), 1:11.. per destination with u32."""
-    tc = ["tc"]
     cmds = [
-        [*tc, "qdisc", "replace", "dev", DEV, "root", "handle", "1:", "htb", "default", "10"],
-        [*tc, "class", "replace", "dev", DEV, "parent", "1:", "classid", "1:1", "htb", *htb_class_args(UNSHAPED)],
-        [
-            *tc,
-            "class",
-            "replace",
-            "dev",
-            DEV,
-            "parent",
-            "1:1",
-            "classid",
-            "1:10",
-            "htb",
-            *htb_class_args(rates.get(None, UNSHAPED)),
-        ],
+        ["tc", "qdisc", "replace", "dev", DEV, "root", "handle", "1:", "htb", "default", "10"],
+        htb_class("1:", "1:1", UNSHAPED),
+        htb_class("1:1", "1:10", rates.get(None, UNSHAPED)),
     ]
     for minor, dest in enumerate(sorted(d for d in rates if d is not None), start=11):
-        cmds.append(
-            [
-                *tc,
-                "class",
-                "replace",
-                "dev",
-                DEV,
-                "parent",
-                "1:1",
-                "classid",
-                f"1:{minor}",
-                "htb",
-                *htb_class_args(rates[dest]),
-            ]
-        )
-        cmds.append(
-            [*tc, "filter", "replace", "dev", DEV, "parent", "1:", "protocol", "ip", "prio", "1", "handle", f"800::{minor:x}",
-             "u32", "match", "ip", "dst", f"{dest}/32", "flowid", f"1:{minor}"]
-        )  # fmt: skip
+        cmds.append(htb_class("1:1", f"1:{minor}", rates[dest]))
+        cmds.append(["tc", "filter", "replace", "dev", DEV, "parent", "1:", "protocol", "ip", "prio", "1", "handle", f"800::{minor:x}",
+                     "u32", "match", "ip", "dst", f"{dest}/32", "flowid", f"1:{minor}"])  # fmt: skip
     return cmds
 
 

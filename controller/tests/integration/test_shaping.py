@@ -215,3 +215,27 @@ def test_link_counters_match_iperf3(api, settings):
     assert link_bytes(after, "loadgen", "mysql-source") - link_bytes(before, "loadgen", "mysql-source") < 1e6
     assert {"container", "link"} <= {r["kind"] for r in after}
     assert (ROOT / after_body["csv"]).stat().st_size > 0
+
+
+def test_normal_stop_clears_the_kernel_and_start_restores_it(api, compose, settings):
+    assert put(api, "mysql-source", {"delay": "25ms", "peer": "mysql-target"}).status_code == 200
+    container = f"{settings.COMPOSE_PROJECT_NAME}-mysql-target-1"
+    pid = subprocess.run(
+        ["docker", "inspect", "-f", "{{.State.Pid}}", container], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+    def chain_rules() -> list[str]:
+        out = subprocess.run(
+            ["nsenter", f"--target={pid}", "--net", "--", "iptables", "-S", "LAGLAB"], capture_output=True, text=True
+        )
+        return [line for line in out.stdout.splitlines() if line.startswith("-A ")]
+
+    assert len(chain_rules()) == 1
+    compose("stop", "controller", timeout=120)
+    try:
+        assert chain_rules() == [], "a normal stop clears what the controller applied"
+        assert worker_processes() == 0
+    finally:
+        compose("up", "-d", "--wait", "controller", timeout=180)
+    wait_until(lambda: len(chain_rules()) == 1, 10, 0.2, "saved shaping re-applied at start")
+    assert api.get("/api/shaping/mysql-source").json()["desired"][0]["delay"] == "25ms"
