@@ -4,7 +4,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 ARGS ?=
 
-.PHONY: up down clean test test-unit test-integration lint format consistency lag ps logs bench-startup bench-shaping venv
+PHONY_RUNS := run report
+.PHONY: $(PHONY_RUNS) up down clean test test-unit test-integration lint format consistency lag ps logs bench-startup bench-shaping venv
 
 up: ## start the lab (installs and builds what is missing)
 	scripts/up $(ARGS)
@@ -30,10 +31,20 @@ test-integration: venv up
 	scripts/test integration
 
 lint: venv
-	cd controller && ../$(VENV)/bin/ruff check . $(addprefix ../scripts/,bench-startup bench-shaping lag-now) && ../$(VENV)/bin/ruff format --check . $(addprefix ../scripts/,bench-startup bench-shaping lag-now)
+	cd controller && ../$(VENV)/bin/ruff check . $(addprefix ../scripts/,bench-startup bench-shaping lag-now run) && ../$(VENV)/bin/ruff format --check . $(addprefix ../scripts/,bench-startup bench-shaping lag-now run)
 
 format: venv
 	cd controller && ../$(VENV)/bin/ruff format . && ../$(VENV)/bin/ruff check --fix .
+
+SCENARIO ?=
+RUN ?=
+run: venv ## run a scenario: make run SCENARIO=scenarios/<name>.yaml [QUICK=1] [PLAN=1]
+	@test -n "$(SCENARIO)" || { echo "usage: make run SCENARIO=scenarios/<name>.yaml [QUICK=1] [PLAN=1]"; exit 2; }
+	$(PY) scripts/run $(SCENARIO) $(if $(QUICK),--quick) $(if $(PLAN),--plan)
+
+report: venv ## rebuild plots and report.md of a run from its files: make report RUN=results/<run>
+	@test -n "$(RUN)" || { echo "usage: make report RUN=results/<run>"; exit 2; }
+	cd controller && ../$(PY) -m laglab.scenarios.report $(abspath $(RUN))
 
 consistency: ## wait for the target to catch up, then compare every lab table
 	@scripts/api GET /api/consistency

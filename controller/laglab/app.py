@@ -67,6 +67,7 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
             lab.counters = Counters(containers, executor, lab.run)
             lab.counters.start()
     app.extensions["laglab"] = lab
+    app.extensions["laglab_runs"] = {}
 
     token = str(settings.LAB_API_TOKEN)
     if token:

@@ -8,6 +8,7 @@ Together with lag.csv (same clock) this plots bandwidth used next to lag.
 
 from __future__ import annotations
 
+import collections
 import threading
 import time
 
@@ -48,6 +49,7 @@ class Counters:
         self.containers, self.executor, self.interval = containers, executor, interval
         self.series = run.series("links.csv", COLUMNS)
         self.latest: list[dict] = []
+        self.history: collections.deque[dict] = collections.deque(maxlen=20000)  # the last ~hour of rows
         self._prepared: dict[str, tuple[int, tuple[str, ...]]] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -92,6 +94,7 @@ class Counters:
                     )
         for row in rows:
             self.series.append(row)
+        self.history.extend(rows)
         self.latest = rows
         return rows
 

@@ -74,6 +74,15 @@ class Dialect:
         column = "MASTER_DELAY" if self.is_mariadb else "SOURCE_DELAY"
         return f"CHANGE {'MASTER' if self.is_mariadb else 'REPLICATION SOURCE'} TO {column}={int(seconds)}"
 
+    def network_options(self, compression: str, zstd_level: int, ssl: bool) -> str:
+        """MySQL 8.0.18+: the replica connection's compression and TLS (run with the replica stopped)."""
+        if compression not in ("uncompressed", "zlib", "zstd"):
+            raise ValueError(f"unknown compression {compression!r}")
+        return (
+            f"CHANGE REPLICATION SOURCE TO SOURCE_COMPRESSION_ALGORITHMS='{compression}', "
+            f"SOURCE_ZSTD_COMPRESSION_LEVEL={int(zstd_level)}, SOURCE_SSL={1 if ssl else 0}"
+        )
+
     start_replica = "START REPLICA"
     stop_replica = "STOP REPLICA"
     replica_status = "SHOW REPLICA STATUS"

@@ -108,6 +108,36 @@ PATHS = {
     "/api/links": _get(
         "Latest byte and packet counters per container and per link (also in links.csv)", errors=(401, 503)
     ),
+    "/api/runs": {
+        **_get("Scenario runs of this controller", errors=(401,)),
+        "post": {
+            "summary": "Start a scenario run (one at a time)",
+            "requestBody": {
+                "required": True,
+                "content": {
+                    "application/json": {
+                        "schema": {
+                            "type": "object",
+                            "required": ["scenario"],
+                            "properties": {
+                                "scenario": {"type": "string", "description": "the scenario file's YAML text"},
+                                "quick": {"type": "boolean", "default": False},
+                            },
+                        }
+                    }
+                },
+            },
+            "responses": {"201": {"description": "started"}, **{str(c): ERROR for c in (400, 401, 409, 503)}},
+        },
+    },
+    "/api/runs/{run_id}": {
+        "parameters": [{"name": "run_id", "in": "path", "required": True, "schema": {"type": "string"}}],
+        **_get("A run's status, progress, ETA and per-point summary", errors=(401, 404)),
+        "delete": {
+            "summary": "Interrupt a run: cleanup runs, partial results are kept",
+            "responses": {"202": {"description": "interrupting"}, "401": ERROR, "404": ERROR},
+        },
+    },
     "/api/verify": {
         "post": {
             "summary": "Measure a link from inside the lab: RTT (ping -U) and throughput (iperf3, both directions)",

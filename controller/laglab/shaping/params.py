@@ -37,8 +37,9 @@ class ParamError(ValueError):
         self.message = message
 
 
-def parse_time(field: str, value: object) -> float:
-    """'125ms', '1.5s', '500us', 0 -> seconds. A bare number is tc's default unit: microseconds."""
+def parse_time(field: str, value: object, high: float | None = None) -> float:
+    """'125ms', '1.5s', '500us', 0 -> seconds. A bare number is tc's default unit: microseconds.
+    The range is the field's own (LIMITS) unless `high` is given."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ParamError(field, f"expected a time like '125ms', got {value!r}")
     text = str(value).strip().lower()
@@ -46,9 +47,11 @@ def parse_time(field: str, value: object) -> float:
     if not match or match.group(2) not in _TIME_UNITS:
         raise ParamError(field, f"{value!r} is not a time (units: us, ms, s)")
     seconds = float(match.group(1)) * _TIME_UNITS[match.group(2)]
-    low, high = LIMITS.get(field, (0.0, 60.0))
-    if not low <= seconds <= high:
-        raise ParamError(field, f"{value!r} is out of range {format_time(low)}..{format_time(high)}")
+    low, limit = LIMITS.get(field, (0.0, 60.0))
+    if high is not None:
+        low, limit = 0.0, high
+    if not low <= seconds <= limit:
+        raise ParamError(field, f"{value!r} is out of range {format_time(low)}..{format_time(limit)}")
     return seconds
 
 

@@ -53,10 +53,13 @@ def measure_throughput(
             str(seconds),
             "-P",
             str(streams),
+            # Leave out the first second (TCP slow start at a high RTT is not the link's rate).
+            "-O",
+            "1",
             "-J",
             *(["-R"] if reverse else []),
         ]
-        out = executor.run(argv, netns_pid=from_pid, check=False, timeout=seconds + 30)
+        out = executor.run(argv, netns_pid=from_pid, check=False, timeout=seconds + 31)
         try:
             return round(json.loads(out)["end"]["sum_received"]["bits_per_second"] / 1e6, 3)
         except (ValueError, KeyError):

@@ -1,0 +1,1 @@
+"""Declarative experiments: scenario files, the runner, the results bundle and its report."""

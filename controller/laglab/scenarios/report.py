@@ -1,0 +1,179 @@
+"""Plots and report.md of a run, made from the run's files alone (summary.json, lag.csv, load.csv,
+environment.json), so `make report RUN=results/<run>` rebuilds them anywhere.
+
+    python -m laglab.scenarios.report results/<run>
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+
+def _csv(path: Path) -> list[dict]:
+    return list(csv.DictReader(path.read_text().splitlines())) if path.exists() else []
+
+
+def _num(value) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _fmt(value, digits: int = 3) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}".rstrip("0").rstrip(".") if value else "0"
+    return str(value)
+
+
+def lag_plot(run: Path, summary: dict) -> str | None:
+    rows = [r for r in _csv(run / "lag.csv") if _num(r.get("lag_seconds")) is not None]
+    if not rows:
+        return None
+    t0 = float(rows[0]["epoch"])
+    fig, ax = plt.subplots(figsize=(11, 4))
+    by_point: dict[str, list[dict]] = {}
+    for r in rows:
+        by_point.setdefault(r["point"], []).append(r)
+    params = {str(p["point"]): p["params"] for p in summary.get("points", [])}
+    for point, members in by_point.items():
+        xs = [float(r["epoch"]) - t0 for r in members]
+        ax.plot(xs, [float(r["lag_seconds"]) for r in members], lw=0.8, color="tab:blue")
+        ax.axvline(xs[0], color="grey", ls="--", lw=0.7)
+        label = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in params.get(point, {}).items()) or f"point {point}"
+        ax.annotate(
+            f" {label}", (xs[0], 1), xycoords=("data", "axes fraction"), rotation=90, va="top", fontsize=7, color="grey"
+        )
+    ax.set_xlabel("seconds since the first point started (dashed: shaping changed)")
+    ax.set_ylabel("replication lag (s)")
+    ax.set_title(f"{summary.get('scenario')}: lag over time")
+    fig.tight_layout()
+    fig.savefig(run / "lag.png", dpi=110)
+    plt.close(fig)
+    return "lag.png"
+
+
+def sweep_plot(run: Path, summary: dict) -> str | None:
+    points = summary.get("points", [])
+    sweep = list(summary.get("sweep") or {})
+    if not points or not sweep:
+        return None
+    x_key = sweep[-1]
+    groups: dict[str, list[dict]] = {}
+    for p in points:
+        group = ", ".join(f"{k.split('.')[-1]}={p['params'][k]}" for k in sweep[:-1]) or "all"
+        groups.setdefault(group, []).append(p)
+    metrics = [
+        ("max_lag_seconds", "max lag (s)"),
+        ("p95_lag_seconds", "p95 lag (s)"),
+        ("tps", "TPS"),
+        ("link_mbit", "link Mbit/s"),
+    ]
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4 * len(metrics), 3.6))
+    for ax, (metric, label) in zip(axes, metrics, strict=True):
+        for group, members in groups.items():
+            xs = [str(m["params"][x_key]) for m in members]
+            ys = [m.get(metric) if m.get(metric) is not None else float("nan") for m in members]
+            ax.plot(xs, ys, marker="o", label=group)
+        ax.set_xlabel(x_key)
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    if len(groups) > 1:
+        axes[0].legend(fontsize=7)
+    fig.suptitle(f"{summary.get('scenario')}: per point")
+    fig.tight_layout()
+    fig.savefig(run / "sweep.png", dpi=110)
+    plt.close(fig)
+    return "sweep.png"
+
+
+def render(run: Path) -> Path:
+    run = Path(run)
+    summary = json.loads((run / "summary.json").read_text())
+    environment = json.loads((run / "environment.json").read_text()) if (run / "environment.json").exists() else {}
+    plots = [p for p in (sweep_plot(run, summary), lag_plot(run, summary)) if p]
+    lines = [
+        f"# {summary['scenario']} - {summary['status']}",
+        "",
+        f"Run `{summary['id']}`, {summary.get('started')} → {summary.get('finished') or '...'}"
+        + (" (quick)" if summary.get("quick") else "")
+        + (f". Reason: {summary['reason']}" if summary.get("reason") else ""),
+        "",
+        "## Environment",
+        "",
+        "| | |",
+        "|---|---|",
+    ]
+    for key in (
+        "server_versions",
+        "shaping_backend",
+        "netem_available",
+        "kernel",
+        "host_cores",
+        "host_memory_gib",
+        "heartbeat_interval_ms",
+    ):
+        if key in environment:
+            lines.append(f"| {key} | {environment[key]} |")
+    lines += [
+        "",
+        "## Points",
+        "",
+        "| # | parameters | RTT asked / measured (ms) | rate asked / measured (Mbit/s) | verified | max lag (s) | p95 lag (s) | slope (s/s) | TPS | QPS | link Mbit/s (a→b / b→a) | binlog Mbit/s | assertions |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for p in summary.get("points", []):
+        v = p.get("verification", {})
+        rtt = f"{_fmt(v.get('rtt_asked_ms'), 1)} / {_fmt((v.get('rtt') or {}).get('median_ms'), 1)}"
+        rate = f"{_fmt(v.get('rate_asked_mbit'))} / {_fmt(v.get('throughput_mbit'))}" if "rate_asked_mbit" in v else "-"
+        checks = (
+            "; ".join(f"{a['assertion']}: {'pass' if a['passed'] else 'FAIL'}" for a in p.get("assertions", [])) or "-"
+        )
+        params = ", ".join(f"{k}={val}" for k, val in p["params"].items()) or "-"
+        lines.append(
+            f"| {p['point']} | {params} | {rtt} | {rate} | {'yes' if v.get('ok') else 'NO'} | {_fmt(p.get('max_lag_seconds'))} | "
+            f"{_fmt(p.get('p95_lag_seconds'))} | {_fmt(p.get('lag_slope'), 4)} | {_fmt(p.get('tps'), 1)} | {_fmt(p.get('qps'), 1)} | "
+            f"{_fmt(p.get('link_mbit'))} / {_fmt(p.get('reverse_link_mbit'))} | {_fmt(p.get('binlog_mbit'))} | {checks} |"
+        )
+    consistency = summary.get("consistency")
+    lines += ["", "## Consistency", ""]
+    if consistency is None:
+        lines.append("Not checked (the run did not reach it).")
+    elif consistency["identical"]:
+        lines.append(
+            "Identical: the target executed the source's GTID set and every lab table matches (count + checksum)."
+        )
+    else:
+        lines += ["**Differences:**", ""] + [f"- {d}" for d in consistency["differences"]]
+    if plots:
+        lines += ["", "## Plots", ""] + [f"![{p}]({p})" for p in plots]
+    lines += [
+        "",
+        "Files: `scenario.yaml` (resolved), `environment.json`, `summary.json`, `lag.csv`, `links.csv`, `load.csv`.",
+        "",
+    ]
+    out = run / "report.md"
+    out.write_text("\n".join(lines))
+    return out
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2 or not Path(argv[1], "summary.json").exists():
+        print("usage: python -m laglab.scenarios.report results/<run>   (a folder with summary.json)", file=sys.stderr)
+        return 2
+    print(render(Path(argv[1])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,478 @@
+"""Runs a scenario plan in the controller, point after point, into one results folder.
+
+Per point: clear shaping, wait until the replica has caught up, apply the link's shaping at both
+ends (half the RTT each), verify it from inside the lab (kept with the point; a miss beyond the
+tolerance marks the point), start the load, skip the warm-up, measure, summarise. After the last
+point the consistency check runs. Cleanup (shaping cleared, load stopped, replicator options
+restored) always runs; the run ends `completed`, `failed` (with the reason) or `interrupted`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import platform
+import re
+import statistics
+import threading
+import time
+import traceback
+
+import yaml
+
+from .. import consistency
+from ..db import connect, server_dialect
+from ..results import Run, iso
+from ..shaping import verify
+from ..shaping.params import parse_request
+from . import report
+from .spec import Plan, Point
+
+log = logging.getLogger("laglab.runs")
+LOAD_COLUMNS = ["point", "time", "epoch", "elapsed_s", "threads", "tps", "qps", "latency_p95_ms", "errors_per_s"]
+LAG_COLUMNS = [
+    "point",
+    "time",
+    "epoch",
+    "status",
+    "lag_seconds",
+    "heartbeat_age_seconds",
+    "seconds_behind_source",
+    "applier_lag_seconds",
+]
+LINK_COLUMNS = ["point", "time", "epoch", "kind", "service", "peer", "rx_bytes", "tx_bytes", "rx_packets", "tx_packets"]
+_REPORT_RE = re.compile(
+    r"\[\s*(\d+)s\s*\]\s*thds:\s*(\d+)\s*tps:\s*([\d.]+)\s*qps:\s*([\d.]+).*?lat \(ms,95%\):\s*([\d.]+)\s*err/s:?\s*([\d.]+)"
+)
+
+
+class Interrupted(Exception):
+    pass
+
+
+def parse_sysbench_line(line: str) -> dict | None:
+    match = _REPORT_RE.search(line)
+    if not match:
+        return None
+    return {
+        "elapsed_s": int(match.group(1)),
+        "threads": int(match.group(2)),
+        "tps": float(match.group(3)),
+        "qps": float(match.group(4)),
+        "latency_p95_ms": float(match.group(5)),
+        "errors_per_s": float(match.group(6)),
+    }
+
+
+def slope(samples: list[tuple[float, float]]) -> float | None:
+    """Least-squares slope (seconds of lag per second) of (time, lag) pairs."""
+    if len(samples) < 2:
+        return None
+    xs, ys = zip(*samples, strict=True)
+    mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
+    var = sum((x - mean_x) ** 2 for x in xs)
+    if var == 0:
+        return None
+    return sum((x - mean_x) * (y - mean_y) for x, y in samples) / var
+
+
+def percentile(values: list[float], p: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+class ScenarioRun:
+    """One run of a plan. `start()` runs it in a thread; `cancel()` interrupts it between steps."""
+
+    def __init__(self, lab, plan: Plan, results_root, text: str):
+        self.lab, self.plan = lab, plan
+        self.run = Run(results_root, plan.scenario.name, {"scenario": plan.scenario.name, "quick": plan.quick})
+        self.id = self.run.path.name
+        self.text = text
+        self.status = "pending"
+        self.reason: str | None = None
+        self.point_index: int | None = None
+        self.step = "queued"
+        self.started = time.time()
+        self.finished: float | None = None
+        self.summary: list[dict] = []
+        self._cancel = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._load_series = self.run.series("load.csv", LOAD_COLUMNS)
+        self._lag_series = self.run.series("lag.csv", LAG_COLUMNS)
+        self._link_series = self.run.series("links.csv", LINK_COLUMNS)
+
+    # --- status ---
+    def as_json(self) -> dict:
+        elapsed = (self.finished or time.time()) - self.started
+        eta = max(0.0, self.plan.eta_seconds() - elapsed) if self.status == "running" else 0.0
+        return {
+            "id": self.id,
+            "scenario": self.plan.scenario.name,
+            "status": self.status,
+            "reason": self.reason,
+            "points": len(self.plan.points),
+            "point": None if self.point_index is None else self.point_index + 1,
+            "point_params": None if self.point_index is None else self.plan.points[self.point_index].params,
+            "step": self.step,
+            "elapsed_seconds": round(elapsed, 1),
+            "eta_seconds": round(eta, 1),
+            "results": f"results/{self.id}",
+            "summary": self.summary,
+        }
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._main, name=f"run-{self.id}", daemon=True)
+        self._thread.start()
+
+    def cancel(self) -> None:
+        self._cancel.set()
+
+    def wait(self, timeout: float | None = None) -> None:
+        if self._thread:
+            self._thread.join(timeout)
+
+    def _check(self, step: str) -> None:
+        if self._cancel.is_set():
+            raise Interrupted("cancelled by request")
+        self.step = step
+
+    def _sleep(self, seconds: float) -> None:
+        if self._cancel.wait(seconds):
+            raise Interrupted("cancelled by request")
+
+    # --- the run ---
+    def _main(self) -> None:
+        self.status = "running"
+        self.run.write_json("scenario.json", {"plan": self.plan.model_dump(mode="json")})
+        (self.run.path / "scenario.yaml").write_text(self._resolved_yaml())
+        consistency_report = None
+        try:
+            self.run.write_json("environment.json", self._environment())
+            self._check("preparing data")
+            self._prepare_data(self.plan.points[0])
+            for point in self.plan.points:
+                self.point_index = point.index
+                self.summary.append(self._run_point(point))
+                self.run.write_json("summary.json", self._summary_doc(consistency_report))
+            self._check("consistency check")
+            consistency_report = consistency.check(self.lab.source, self.lab.target, timeout=120)
+            self.status = "completed"
+        except Interrupted as error:
+            self.status, self.reason = "interrupted", str(error)
+        except Exception as error:
+            self.status, self.reason = "failed", f"{type(error).__name__}: {error}"
+            log.error("run %s failed: %s", self.id, traceback.format_exc())
+        finally:
+            self.step = "cleanup"
+            self._cleanup()
+            self.finished = time.time()
+            self.run.write_json("summary.json", self._summary_doc(consistency_report))
+            for series in (self._load_series, self._lag_series, self._link_series):
+                series.close()
+            try:
+                report.render(self.run.path)
+            except Exception as error:  # a report problem must not hide the run's own status
+                log.error("report for %s failed: %s", self.id, error)
+            self.step = "done"
+
+    def _resolved_yaml(self) -> str:
+        doc = {
+            **self.plan.scenario.model_dump(mode="json"),
+            "sweep": self.plan.sweep,
+            "quick_applied": self.plan.quick,
+            "points": [p.params for p in self.plan.points],
+        }
+        return (
+            "# resolved copy of the scenario that ran (defaults filled in, quick overrides applied)\n"
+            + yaml.safe_dump(doc, sort_keys=False)
+        )
+
+    def _summary_doc(self, consistency_report) -> dict:
+        return {
+            "id": self.id,
+            "scenario": self.plan.scenario.name,
+            "status": self.status,
+            "reason": self.reason,
+            "started": iso(self.started),
+            "finished": iso(self.finished) if self.finished else None,
+            "quick": self.plan.quick,
+            "sweep": self.plan.sweep,
+            "link_between": list(self.plan.scenario.link.between),
+            "points": self.summary,
+            "consistency": None
+            if consistency_report is None
+            else {k: consistency_report[k] for k in ("identical", "differences", "gtid")},
+        }
+
+    def _environment(self) -> dict:
+        lab = self.lab
+        versions = {}
+        for endpoint in (lab.source, lab.target):
+            conn = connect(endpoint, timeout=5)
+            try:
+                with conn.cursor() as cur:
+                    cur.execute("SELECT VERSION() AS v")
+                    versions[endpoint.name] = cur.fetchone()["v"]
+            finally:
+                conn.close()
+        images = {}
+        for service, c in lab.shaping.containers.list().items():
+            try:
+                images[service] = lab.shaping.containers.client.containers.get(c.id).attrs["Config"]["Image"]
+            except Exception:
+                images[service] = None
+        return {
+            "server_versions": versions,
+            "images": images,
+            "kernel": platform.release(),
+            "shaping_backend": lab.shaping.backend.name,
+            "netem_available": lab.netem_available,
+            "host_cores": os.cpu_count(),
+            "host_memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+            "heartbeat_interval_ms": round(lab.recorder.interval * 1000) if lab.recorder else None,
+        }
+
+    # --- load (sysbench in the loadgen container) ---
+    def _loadgen(self):
+        containers = self.lab.shaping.containers
+        lab = containers.list()
+        if "loadgen" not in lab or not lab["loadgen"].running:
+            raise RuntimeError("the loadgen service is not running")
+        return containers.client.containers.get(lab["loadgen"].id)
+
+    def _sysbench_argv(self, point: Point, command: str, seconds: int | None = None) -> list[str]:
+        s = point.scenario
+        settings = self.lab.settings
+        argv = [
+            "sysbench", s.load.script, "--db-driver=mysql", f"--mysql-host={s.load.target}",
+            f"--mysql-user={settings.LAB_USER}", f"--mysql-password={settings.LAB_PASSWORD}",
+            f"--mysql-db={settings.LAB_DATABASE}", f"--tables={s.data.tables}", f"--table-size={s.data.rows}",
+        ]  # fmt: skip
+        if command == "run":
+            argv += [f"--threads={s.load.threads}", f"--rate={s.load.rate}", f"--time={seconds}", "--report-interval=1"]
+            if s.load.protocol == "compressed":
+                argv.append("--mysql-compression=on")
+            elif s.load.protocol == "tls":
+                argv.append("--mysql-ssl=on")
+        elif command == "prepare":
+            argv.append(f"--threads={min(8, s.data.tables)}")
+        return [*argv, command]
+
+    def _prepare_data(self, point: Point) -> None:
+        """sysbench prepare once per data set: kept when every table already holds the asked rows."""
+        s = point.scenario
+        conn = connect(self.lab.source, timeout=5)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(
+                    "SELECT TABLE_NAME AS t, TABLE_ROWS AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA=%s AND TABLE_NAME LIKE 'sbtest%%'",
+                    (str(self.lab.settings.LAB_DATABASE),),
+                )
+                present = {row["t"] for row in cur.fetchall()}
+                ready = present == {f"sbtest{i}" for i in range(1, s.data.tables + 1)}
+                if ready:
+                    for i in range(1, s.data.tables + 1):
+                        cur.execute(f"SELECT COUNT(*) AS n FROM {self.lab.settings.LAB_DATABASE}.sbtest{i}")
+                        ready = ready and cur.fetchone()["n"] == s.data.rows
+        finally:
+            conn.close()
+        if ready:
+            return
+        loadgen = self._loadgen()
+        for command in ("cleanup", "prepare"):
+            code, output = loadgen.exec_run(self._sysbench_argv(point, command))
+            if code != 0:
+                raise RuntimeError(f"sysbench {command} failed: {output.decode(errors='replace')[-500:]}")
+        self._wait_caught_up(600)
+
+    def _wait_caught_up(self, timeout: float) -> None:
+        src, dst = connect(self.lab.source, timeout=5), connect(self.lab.target, timeout=5)
+        try:
+            dialect = server_dialect(src)
+            with src.cursor() as cur:
+                cur.execute(dialect.executed_gtids)
+                gtids = cur.fetchone()["gtids"]
+            dst.read_timeout = None
+            with dst.cursor() as cur:
+                cur.execute(dialect.wait_for_gtids(), (gtids, int(timeout)))
+                if not cur.fetchone()["done"]:
+                    raise RuntimeError(f"the replica did not catch up within {timeout:g}s")
+        finally:
+            src.close()
+            dst.close()
+
+    # --- replicator options ---
+    def _replicator_options(self, point: Point | None) -> None:
+        """Apply a point's native replication options (None: back to the lab's defaults)."""
+        r = point.scenario.replicator if point else None
+        src, dst = connect(self.lab.source, timeout=5), connect(self.lab.target, timeout=5)
+        try:
+            dialect = server_dialect(dst)
+            wanted = (
+                (r.compression, r.zstd_level, r.ssl, r.binlog_transaction_compression)
+                if r
+                else ("uncompressed", 3, False, False)
+            )
+            if dialect.is_mariadb:
+                if wanted != ("uncompressed", 3, False, False):
+                    raise RuntimeError("replicator options are MySQL's; the MariaDB flavour runs with defaults only")
+                return
+            with src.cursor() as cur:
+                cur.execute("SET GLOBAL binlog_transaction_compression = %s", ("ON" if wanted[3] else "OFF",))
+            with dst.cursor() as cur:
+                cur.execute(dialect.stop_replica)
+                cur.execute(dialect.network_options(wanted[0], wanted[1], wanted[2]))
+                cur.execute(dialect.start_replica)
+        finally:
+            src.close()
+            dst.close()
+
+    # --- one point ---
+    def _run_point(self, point: Point) -> dict:
+        s = point.scenario
+        a, b = s.link.between
+        shaping = self.lab.shaping
+        self._check("clearing shaping")
+        shaping.clear()
+        self._replicator_options(point)
+        self._check("waiting for the replica to catch up")
+        self._wait_caught_up(300)
+        body = s.link.shaping_body()
+        if body:
+            self._check("applying shaping")
+            shaping.put(a, parse_request({**body, "peer": b}))
+            shaping.put(b, parse_request({**body, "peer": a}))
+        self._check("verifying shaping")
+        verification = self._verify(point)
+        self._check("load (warm-up)")
+        seconds = int(s.warmup_seconds) + s.load.seconds
+        load_rows: list[dict] = []
+        load_thread = threading.Thread(target=self._load, args=(point, seconds, load_rows), daemon=True)
+        load_start = time.time()
+        load_thread.start()
+        self._sleep(s.warmup_seconds)
+        window_start = time.time()
+        binlog_at_window = self._binlog_bytes()
+        self._check("load (measuring)")
+        while load_thread.is_alive():
+            self._sleep(0.5)
+        window_end = time.time()
+        binlog_after = self._binlog_bytes()
+        return self._summarise(
+            point, verification, load_rows, load_start, window_start, window_end, binlog_after - binlog_at_window
+        )
+
+    def _verify(self, point: Point) -> dict:
+        s = point.scenario
+        lab = self.lab.shaping.containers.list()
+        a, b = (lab[name] for name in s.link.between)
+        executor = self.lab.shaping.executor
+        rtt = verify.measure_rtt(executor, a.pid, b.ip, 20)
+        asked_ms = s.link.rtt_seconds * 1000
+        tolerance = max(s.verify.rtt_tolerance_ms, asked_ms * s.verify.rtt_tolerance_pct / 100)
+        result = {
+            "rtt_asked_ms": asked_ms,
+            "rtt": rtt,
+            "rtt_ok": rtt.get("median_ms") is not None and abs(rtt["median_ms"] - asked_ms) <= tolerance,
+        }
+        if s.link.rate:
+            mbit = s.link.rate_bits / 1e6
+            got = verify.measure_throughput(executor, a.pid, b.pid, b.ip, s.verify.throughput_seconds, reverse=False)
+            result.update({"rate_asked_mbit": mbit, "throughput_mbit": got})
+            result["rate_ok"] = got is not None and abs(got - mbit) <= mbit * s.verify.rate_tolerance_pct / 100
+        result["ok"] = result["rtt_ok"] and result.get("rate_ok", True)
+        return result
+
+    def _load(self, point: Point, seconds: int, rows: list[dict]) -> None:
+        if point.scenario.load.tool == "none":
+            time.sleep(seconds)
+            return
+        _, stream = self._loadgen().exec_run(self._sysbench_argv(point, "run", seconds), stream=True)
+        buffer = ""
+        for chunk in stream:
+            buffer += chunk.decode(errors="replace")
+            *lines, buffer = buffer.split("\n")
+            for line in lines:
+                parsed = parse_sysbench_line(line)
+                if parsed:
+                    now = time.time()
+                    row = {"point": point.index + 1, "time": iso(now), "epoch": round(now, 3), **parsed}
+                    rows.append(row)
+                    self._load_series.append(row)
+
+    def _binlog_bytes(self) -> int:
+        conn = connect(self.lab.source, timeout=5)
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SHOW BINARY LOGS")
+                return sum(int(row["File_size"]) for row in cur.fetchall())
+        finally:
+            conn.close()
+
+    def _summarise(self, point, verification, load_rows, load_start, start, end, binlog_bytes) -> dict:
+        s = point.scenario
+        recorder, counters = self.lab.recorder, self.lab.counters
+        samples = [x for x in recorder.window(end - load_start + 5) if load_start <= x.epoch <= end]
+        for x in samples:
+            self._lag_series.append({"point": point.index + 1, **x.as_dict()})
+        measured = [x for x in samples if x.epoch >= start and x.lag_seconds is not None]
+        lags = [x.lag_seconds for x in measured]
+        links = [r for r in counters.history if load_start <= r["epoch"] <= end] if counters else []
+        for r in links:
+            self._link_series.append({"point": point.index + 1, **r})
+        link_mbit = _link_mbit(links, s.link.between[0], s.link.between[1], start, end)
+        reverse_mbit = _link_mbit(links, s.link.between[1], s.link.between[0], start, end)
+        window = [r for r in load_rows if r["epoch"] >= start]
+        result = {
+            "point": point.index + 1,
+            "params": point.params,
+            "link": {"rtt": s.link.rtt, "rate": s.link.rate, "jitter": s.link.jitter, "loss": s.link.loss},
+            "load": {
+                "script": s.load.script,
+                "threads": s.load.threads,
+                "rate_tps": s.load.rate,
+                "seconds": s.load.seconds,
+            },
+            "replicator": s.replicator.model_dump(),
+            "verification": verification,
+            "measured_seconds": round(end - start, 1),
+            "lag_samples": len(lags),
+            "gaps": sum(1 for x in samples if x.status != "ok"),
+            "max_lag_seconds": round(max(lags), 3) if lags else None,
+            "p95_lag_seconds": round(percentile(lags, 95), 3) if lags else None,
+            "lag_slope": None if len(measured) < 2 else round(slope([(x.epoch, x.lag_seconds) for x in measured]), 5),
+            "tps": round(statistics.fmean(r["tps"] for r in window), 2) if window else None,
+            "qps": round(statistics.fmean(r["qps"] for r in window), 2) if window else None,
+            "link_mbit": link_mbit,
+            "reverse_link_mbit": reverse_mbit,
+            "binlog_mbit": round(binlog_bytes * 8 / 1e6 / max(1e-6, end - start), 4),
+        }
+        result["assertions"] = [{"assertion": str(a), "passed": a.holds(result.get(a.metric))} for a in s.assertions]
+        result["passed"] = all(x["passed"] for x in result["assertions"]) and verification["ok"]
+        return result
+
+    def _cleanup(self) -> None:
+        for step in (self._stop_load, self.lab.shaping.clear, lambda: self._replicator_options(None)):
+            try:
+                step()
+            except Exception as error:
+                log.error("cleanup step failed: %s", error)
+                self.reason = self.reason or f"cleanup: {error}"
+
+    def _stop_load(self) -> None:
+        self._loadgen().exec_run(["pkill", "-f", "^sysbench"])
+
+
+def _link_mbit(rows: list[dict], service: str, peer: str, start: float, end: float) -> float | None:
+    points = sorted(
+        (r["epoch"], int(r["tx_bytes"]))
+        for r in rows
+        if r["kind"] == "link" and r["service"] == service and r["peer"] == peer
+    )
+    inside = [p for p in points if start - 1.5 <= p[0] <= end + 1.5]
+    if len(inside) < 2 or inside[-1][0] == inside[0][0]:
+        return None
+    return round((inside[-1][1] - inside[0][1]) * 8 / 1e6 / (inside[-1][0] - inside[0][0]), 4)

@@ -1,0 +1,303 @@
+"""Scenario files: one flat YAML per experiment, validated before anything runs.
+
+A scenario names the replicator and its options, the data set, the link between two services, the
+load, the warm-up, optional sweeps (dotted keys -> values; the cartesian product in file order is
+the list of points), `quick` overrides for CI, and assertions checked on every point. Every point
+is validated on its own before the first one runs; errors name the key path and the allowed values.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import re
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..shaping.params import ParamError, parse_percent, parse_rate, parse_time
+
+METRICS = ("max_lag_seconds", "p95_lag_seconds", "lag_slope", "tps", "qps", "link_mbit")
+SWEEPABLE = (
+    "link.rtt",
+    "link.rate",
+    "link.jitter",
+    "link.loss",
+    "load.rate",
+    "load.threads",
+    "load.protocol",
+    "replicator.compression",
+    "replicator.binlog_transaction_compression",
+    "replicator.ssl",
+)
+SCRIPTS = (
+    "oltp_insert",
+    "oltp_write_only",
+    "oltp_read_only",
+    "oltp_read_write",
+    "oltp_delete",
+    "oltp_update_index",
+    "oltp_update_non_index",
+)
+
+
+class ScenarioError(ValueError):
+    def __init__(self, path: str, message: str):
+        super().__init__(f"{path}: {message}")
+        self.path, self.message = path, message
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _time(value: object, info, high: float = 86400.0) -> str:
+    try:
+        seconds = parse_time(info.field_name, value, high=high)
+    except ParamError as error:
+        raise ValueError(error.message) from None
+    return str(value) if isinstance(value, str) else f"{seconds}s"
+
+
+class Replicator(_Model):
+    kind: Literal["native"] = "native"
+    compression: Literal["uncompressed", "zlib", "zstd"] = "uncompressed"
+    zstd_level: int = Field(3, ge=1, le=22)
+    binlog_transaction_compression: bool = False
+    ssl: bool = False
+
+
+class Data(_Model):
+    tables: int = Field(4, ge=1, le=64)
+    rows: int = Field(10000, ge=1, le=10_000_000)
+
+
+class Link(_Model):
+    between: tuple[str, str] = ("mysql-source", "mysql-target")
+    rtt: str = "0ms"
+    jitter: str = "0ms"
+    loss: str = "0%"
+    rate: str | None = None
+
+    @field_validator("rtt", "jitter", mode="before")
+    @classmethod
+    def _times(cls, value, info):
+        return _time(value, info, high=120.0)
+
+    @field_validator("loss", mode="before")
+    @classmethod
+    def _loss(cls, value):
+        try:
+            parse_percent("loss", value)
+        except ParamError as error:
+            raise ValueError(error.message) from None
+        return str(value)
+
+    @field_validator("rate", mode="before")
+    @classmethod
+    def _rate(cls, value):
+        if value is None:
+            return None
+        try:
+            parse_rate("rate", value)
+        except ParamError as error:
+            raise ValueError(error.message) from None
+        return value
+
+    @property
+    def rtt_seconds(self) -> float:
+        return parse_time("rtt", self.rtt, high=120.0)
+
+    @property
+    def rate_bits(self) -> float | None:
+        return parse_rate("rate", self.rate) if self.rate else None
+
+    def shaping_body(self) -> dict:
+        """What each end of the link gets: half the RTT (as the reference experiments did), the rate."""
+        body: dict = {}
+        if self.rtt_seconds:
+            body["delay"] = f"{self.rtt_seconds * 1000 / 2:g}ms"
+        jitter = parse_time("jitter", self.jitter)
+        if jitter:
+            body["jitter"] = f"{jitter * 1000 / 2:g}ms"
+        if parse_percent("loss", self.loss):
+            body["loss"] = self.loss
+        if self.rate:
+            body["rate"] = self.rate
+        return body
+
+
+class Load(_Model):
+    tool: Literal["sysbench", "none"] = "sysbench"
+    script: Literal[SCRIPTS] = "oltp_write_only"  # type: ignore[valid-type]
+    threads: int = Field(4, ge=1, le=1024)
+    rate: int = Field(0, ge=0, le=1_000_000, description="transactions per second (sysbench --rate); 0 = unlimited")
+    duration: str = "60s"
+    target: str = "mysql-source"
+    protocol: Literal["plain", "compressed", "tls"] = "plain"  # sysbench --mysql-compression / --mysql-ssl
+
+    @field_validator("duration", mode="before")
+    @classmethod
+    def _duration(cls, value, info):
+        return _time(value, info, high=86400.0)
+
+    @property
+    def seconds(self) -> int:
+        return max(1, round(parse_time("duration", self.duration, high=86400.0)))
+
+
+class Verify(_Model):
+    rtt_tolerance_ms: float = Field(5.0, ge=0)
+    rtt_tolerance_pct: float = Field(10.0, ge=0)
+    rate_tolerance_pct: float = Field(15.0, ge=0)
+    throughput_seconds: int = Field(2, ge=1, le=30)
+
+
+class Assertion(_Model):
+    metric: Literal[METRICS]  # type: ignore[valid-type]
+    op: Literal["<", "<=", ">", ">="]
+    value: float
+
+    def holds(self, measured: float | None) -> bool:
+        if measured is None:
+            return False
+        return {
+            "<": measured < self.value,
+            "<=": measured <= self.value,
+            ">": measured > self.value,
+            ">=": measured >= self.value,
+        }[self.op]
+
+    def __str__(self) -> str:
+        return f"{self.metric} {self.op} {self.value:g}"
+
+
+class Scenario(_Model):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")
+    description: str = ""
+    replicator: Replicator = Replicator()
+    data: Data = Data()
+    link: Link = Link()
+    load: Load = Load()
+    warmup: str = "5s"
+    verify: Verify = Verify()
+    assertions: list[Assertion] = []
+
+    @field_validator("warmup", mode="before")
+    @classmethod
+    def _warmup(cls, value, info):
+        return _time(value, info, high=3600.0)
+
+    @field_validator("assertions", mode="before")
+    @classmethod
+    def _assertions(cls, value):
+        out = []
+        for item in value or []:
+            if isinstance(item, str):
+                match = re.fullmatch(r"\s*(\w+)\s*(<=|>=|<|>)\s*(-?[\d.]+)\s*", item)
+                if not match:
+                    raise ValueError(f"{item!r} is not '<metric> <op> <number>' (metrics: {', '.join(METRICS)})")
+                item = {"metric": match.group(1), "op": match.group(2), "value": float(match.group(3))}
+            out.append(item)
+        return out
+
+    @property
+    def warmup_seconds(self) -> float:
+        return parse_time("warmup", self.warmup, high=3600.0)
+
+
+class Point(_Model):
+    index: int
+    params: dict[str, object]
+    scenario: Scenario
+
+
+class Plan(_Model):
+    scenario: Scenario
+    sweep: dict[str, list]
+    points: list[Point]
+    quick: bool
+
+    def eta_seconds(self) -> float:
+        per_point = []
+        for p in self.points:
+            verify = 3 + (2 * p.scenario.verify.throughput_seconds + 2 if p.scenario.link.rate else 0)
+            per_point.append(10 + verify + p.scenario.warmup_seconds + p.scenario.load.seconds)
+        return sum(per_point) + 30  # data preparation check, consistency check
+
+
+def _set(tree: dict, dotted: str, value) -> None:
+    node = tree
+    parts = dotted.split(".")
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise ScenarioError(dotted, f"{part} is not a section")
+    node[parts[-1]] = value
+
+
+def _format_errors(error: ValidationError, prefix: str = "") -> ScenarioError:
+    first = error.errors()[0]
+    path = ".".join(str(p) for p in first["loc"])
+    message = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        message = "unknown key"
+    elif first["type"] == "literal_error":
+        message = message.replace("Input should be", "must be one of")
+    return ScenarioError(f"{prefix}{path}" or "scenario", message)
+
+
+def load_text(text: str, quick: bool = False, source: str = "scenario") -> Plan:
+    """Parse, apply `quick` overrides if asked, expand the sweep, validate every point."""
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise ScenarioError(source, f"not valid YAML: {error}") from None
+    if not isinstance(raw, dict):
+        raise ScenarioError(source, "must be a mapping of keys")
+    raw = copy.deepcopy(raw)
+    sweep = raw.pop("sweep", None) or {}
+    quick_overrides = raw.pop("quick", None) or {}
+    if not isinstance(sweep, dict):
+        raise ScenarioError("sweep", "must map dotted keys to lists of values")
+    if not isinstance(quick_overrides, dict):
+        raise ScenarioError("quick", "must map dotted keys to values")
+    if quick:
+        quick_overrides = copy.deepcopy(quick_overrides)
+        sweep = {**sweep, **(quick_overrides.pop("sweep", None) or {})}
+        for dotted, value in quick_overrides.items():
+            _set(raw, dotted, value)
+    for dotted, values in sweep.items():
+        if dotted not in SWEEPABLE:
+            raise ScenarioError(f"sweep.{dotted}", f"cannot be swept; sweepable keys: {', '.join(SWEEPABLE)}")
+        if not isinstance(values, list) or not values:
+            raise ScenarioError(f"sweep.{dotted}", "must be a non-empty list")
+    try:
+        base = Scenario.model_validate(raw)
+    except ValidationError as error:
+        raise _format_errors(error) from None
+    points = []
+    for index, combo in enumerate(itertools.product(*sweep.values()) if sweep else [()]):
+        params = dict(zip(sweep, combo, strict=True))
+        tree = copy.deepcopy(raw)
+        for dotted, value in params.items():
+            _set(tree, dotted, value)
+        try:
+            points.append(Point(index=index, params=params, scenario=Scenario.model_validate(tree)))
+        except ValidationError as error:
+            raise _format_errors(error, prefix=f"sweep point {index + 1} ({_describe(params)}): ") from None
+    return Plan(scenario=base, sweep=sweep, points=points, quick=quick)
+
+
+def load_file(path: Path, quick: bool = False) -> Plan:
+    return load_text(Path(path).read_text(), quick=quick, source=str(path))
+
+
+def _describe(params: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items()) or "no sweep"
+
+
+def describe_point(point: Point) -> str:
+    return _describe(point.params)
