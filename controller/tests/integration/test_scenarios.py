@@ -1,0 +1,61 @@
+"""The shipped scenarios, --quick, end to end through scripts/run (as a user runs them); assertions
+on the results bundle the run leaves."""
+
+import json
+import re
+import subprocess
+
+from .conftest import ROOT
+
+
+def run_scenario(name: str) -> tuple[subprocess.CompletedProcess, dict, str]:
+    done = subprocess.run(
+        [str(ROOT / ".venv/bin/python"), str(ROOT / "scripts/run"), f"scenarios/{name}.yaml", "--quick"],
+        cwd=ROOT, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    match = re.search(r"-> (results/\S+)", done.stdout)
+    assert match, done.stdout + done.stderr
+    folder = ROOT / match.group(1)
+    return done, json.loads((folder / "summary.json").read_text()), folder
+
+
+def test_latency_sweep_quick(api):
+    done, summary, folder = run_scenario("replication-latency-sweep")
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "point 2/2: load (measuring)" in done.stdout  # progress was shown
+    for name in (
+        "scenario.yaml",
+        "environment.json",
+        "summary.json",
+        "lag.csv",
+        "links.csv",
+        "load.csv",
+        "report.md",
+        "lag.png",
+        "sweep.png",
+    ):
+        assert (folder / name).stat().st_size > 0, name
+    assert summary["status"] == "completed" and summary["consistency"]["identical"] is True
+    low, high = summary["points"]
+    assert (low["params"], high["params"]) == ({"link.rtt": "0ms"}, {"link.rtt": "250ms"})
+    for point in (low, high):
+        v = point["verification"]
+        assert v["ok"], v
+        assert abs(v["rtt"]["median_ms"] - v["rtt_asked_ms"]) <= 5
+        assert point["tps"] > 60  # 75 TPS asked
+        assert point["lag_samples"] > 50
+    assert high["p95_lag_seconds"] > low["p95_lag_seconds"] + 0.05, (low, high)
+    assert api.get("/api/shaping").json()["shaping"] == [], "cleanup cleared the shaping"
+    assert "| 2 | link.rtt=250ms |" in (folder / "report.md").read_text()
+
+
+def test_client_bandwidth_quick():
+    done, summary, folder = run_scenario("client-bandwidth")
+    assert done.returncode == 0, done.stdout[-3000:]
+    lower, higher = summary["points"]
+    assert lower["params"]["link.rate"] == "100mbit" and higher["params"]["link.rate"] == "1gbit"
+    assert lower["verification"]["rate_ok"], lower["verification"]
+    assert lower["tps"] < 0.8 * higher["tps"], (lower["tps"], higher["tps"])
+    # Under the lower cap, the responses to the client fill the link.
+    assert lower["reverse_link_mbit"] > 80
+    assert "100mbit" in (folder / "report.md").read_text()

@@ -1,0 +1,103 @@
+"""Scenario files: named invalid fixtures with exact messages, sweep expansion, quick overrides,
+the summary math and the report made from a stored run."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from laglab.scenarios import report
+from laglab.scenarios.runner import parse_sysbench_line, percentile, slope
+from laglab.scenarios.spec import ScenarioError, load_file, load_text
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios"
+
+
+@pytest.mark.parametrize("path", sorted((FIXTURES / "invalid").glob("*.yaml")), ids=lambda p: p.stem)
+def test_invalid_fixture_names_the_key_path(path):
+    expected = path.read_text().splitlines()[0].removeprefix("# error: ")
+    with pytest.raises(ScenarioError) as caught:
+        load_file(path)
+    assert str(caught.value).replace(f"{path}: ", "scenario: ", 1) == expected.replace("Value error, ", "")
+
+
+@pytest.mark.parametrize("path", sorted(SCENARIOS.glob("*.yaml")), ids=lambda p: p.stem)
+def test_shipped_scenarios_are_valid_in_full_and_quick(path):
+    full, quick = load_file(path), load_file(path, quick=True)
+    assert len(quick.points) <= len(full.points)
+    assert quick.eta_seconds() <= full.eta_seconds()
+
+
+def test_sweep_expands_in_file_order():
+    plan = load_text("name: x\nsweep:\n  link.rate: [1mbit, 2mbit]\n  link.rtt: [0ms, 50ms, 100ms]\n")
+    assert [p.params for p in plan.points][:4] == [
+        {"link.rate": "1mbit", "link.rtt": "0ms"},
+        {"link.rate": "1mbit", "link.rtt": "50ms"},
+        {"link.rate": "1mbit", "link.rtt": "100ms"},
+        {"link.rate": "2mbit", "link.rtt": "0ms"},
+    ]
+    assert len(plan.points) == 6
+    assert plan.points[4].scenario.link.shaping_body() == {"delay": "25ms", "rate": "2mbit"}
+
+
+def test_quick_overrides_values_and_sweep():
+    text = "name: x\nload: {duration: 120s}\nsweep: {link.rtt: [0ms, 50ms, 100ms]}\nquick:\n  load.duration: 10s\n  sweep: {link.rtt: [0ms, 100ms]}\n"
+    full, quick = load_text(text), load_text(text, quick=True)
+    assert full.points[0].scenario.load.seconds == 120 and len(full.points) == 3
+    assert quick.points[0].scenario.load.seconds == 10 and [p.params["link.rtt"] for p in quick.points] == [
+        "0ms",
+        "100ms",
+    ]
+
+
+def test_rtt_is_split_half_at_each_end():
+    plan = load_text("name: x\nlink: {rtt: 180ms, jitter: 10ms, loss: 0.5%, rate: 2mbit}\n")
+    assert plan.points[0].scenario.link.shaping_body() == {
+        "delay": "90ms",
+        "jitter": "5ms",
+        "loss": "0.5%",
+        "rate": "2mbit",
+    }
+
+
+def test_assertions_parse_and_hold():
+    plan = load_text("name: x\nassertions: ['max_lag_seconds < 2', 'lag_slope <= 0.05']\n")
+    first, second = plan.scenario.assertions
+    assert (first.metric, first.op, first.value) == ("max_lag_seconds", "<", 2.0)
+    assert first.holds(1.9) and not first.holds(2.0) and not first.holds(None)
+    assert second.holds(0.05)
+
+
+def test_sysbench_report_line():
+    line = (
+        "[ 3s ] thds: 4 tps: 75.02 qps: 300.07 (r/w/o: 0.00/300.07/0.00) lat (ms,95%): 2.35 err/s: 0.00 reconn/s: 0.00"
+    )
+    assert parse_sysbench_line(line) == {
+        "elapsed_s": 3,
+        "threads": 4,
+        "tps": 75.02,
+        "qps": 300.07,
+        "latency_p95_ms": 2.35,
+        "errors_per_s": 0.0,
+    }
+    assert parse_sysbench_line("Threads started!") is None
+
+
+def test_slope_and_percentile():
+    assert slope([(0, 1.0), (10, 2.0), (20, 3.0)]) == pytest.approx(0.1)
+    assert slope([(0, 1.0)]) is None
+    assert percentile([float(i) for i in range(1, 101)], 95) == 95.0
+
+
+def test_report_from_a_stored_run(tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(FIXTURES / "run", run)
+    out = report.render(run)
+    text = out.read_text()
+    assert text.startswith("# replication-latency-sweep - completed")
+    assert "| 2 | link.rtt=250ms | 250 / 251 | 2 / 1.97 | yes | 0.25 | 0.2 |" in text
+    assert "Identical" in text
+    assert (run / "lag.png").stat().st_size > 1000 and (run / "sweep.png").stat().st_size > 1000
+    assert json.loads((run / "summary.json").read_text())["status"] == "completed"
