@@ -28,6 +28,7 @@ SWEEPABLE = (
     "load.rate",
     "load.threads",
     "load.protocol",
+    "replicator",
     "replicator.compression",
     "replicator.binlog_transaction_compression",
     "replicator.ssl",
@@ -229,6 +230,9 @@ class Plan(_Model):
 
 
 def _set(tree: dict, dotted: str, value) -> None:
+    if dotted == "replicator":  # a whole replicator set-up per point
+        tree["replicator"] = value
+        return
     node = tree
     parts = dotted.split(".")
     for part in parts[:-1]:

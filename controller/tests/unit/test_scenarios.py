@@ -101,3 +101,18 @@ def test_report_from_a_stored_run(tmp_path):
     assert "Identical" in text
     assert (run / "lag.png").stat().st_size > 1000 and (run / "sweep.png").stat().st_size > 1000
     assert json.loads((run / "summary.json").read_text())["status"] == "completed"
+
+
+def test_highest_sustained_rate_per_group():
+    def point(setup, rate, slope, tps):
+        return {"params": {"replicator.compression": setup, "load.rate": rate}, "lag_slope": slope, "tps": tps}
+
+    summary = {
+        "sweep": {"replicator.compression": ["uncompressed", "zstd"], "load.rate": [50, 100, 200]},
+        "points": [
+            point("uncompressed", 50, 0.0, 50), point("uncompressed", 100, 0.002, 99.5), point("uncompressed", 200, 0.4, 199),
+            point("zstd", 50, 0.0, 50), point("zstd", 100, 0.0, 80), point("zstd", 200, 0.0, 200),
+        ],
+    }  # fmt: skip
+    best = {row["group"]: row["point"]["params"]["load.rate"] for row in report.sustained(summary)}
+    assert best == {"replicator.compression=uncompressed": 100, "replicator.compression=zstd": 200}
