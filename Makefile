@@ -7,8 +7,9 @@ ARGS ?=
 PHONY_RUNS := run report
 .PHONY: $(PHONY_RUNS) up down clean test test-unit test-integration lint format consistency lag ps logs bench-startup bench-shaping venv
 
-up: ## start the lab (installs and builds what is missing)
-	scripts/up $(ARGS)
+PROFILE ?=
+up: ## start the lab (installs and builds what is missing); PROFILE=monitoring adds Prometheus + Grafana
+	PROFILE=$(PROFILE) scripts/up $(ARGS)
 
 down: ## stop the lab (data kept)
 	scripts/down

@@ -14,13 +14,15 @@ from .api import BLUEPRINTS
 from .containers import Containers
 from .counters import Counters
 from .db import Endpoint, lab_endpoints
+from .events import Events
 from .lag import LagRecorder
+from .load import LoadGenerator
 from .results import Run
 from .shaping import backends
 from .shaping.executor import Executor
 from .shaping.manager import ShapingManager
 
-OPEN_PATHS = ("/api/health", "/api/openapi.json")
+OPEN_PATHS = ("/api/health", "/api/openapi.json", "/metrics", "/")
 
 
 @dataclass
@@ -32,6 +34,8 @@ class Lab:
     recorder: LagRecorder | None = None
     shaping: ShapingManager | None = None
     counters: Counters | None = None
+    events: Events | None = None
+    load: LoadGenerator | None = None
     netem_available: bool | None = None
 
 
@@ -49,7 +53,7 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
         app.config.update(test_config)
     settings = config.load(environ)
     source, target = lab_endpoints(settings, environ)
-    lab = Lab(settings, source, target)
+    lab = Lab(settings, source, target, events=Events())
     if app.config["START_RECORDER"]:
         lab.run = Run(Path(app.config["RESULTS_DIR"]), "live", {"flavor_setting": settings.DB_FLAVOR})
         interval = int(settings.HEARTBEAT_INTERVAL_MS) / 1000
@@ -74,7 +78,7 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
 
         @app.before_request
         def _require_token():
-            if request.path in OPEN_PATHS:
+            if request.path in OPEN_PATHS or request.path.startswith("/static/"):
                 return None
             given = request.headers.get("Authorization", "")
             if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):

@@ -44,6 +44,17 @@ def acct_rules(peer_ips: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def with_rates(row: dict, previous: dict | None) -> dict:
+    """The row plus bytes per second since the previous sample of the same container or link."""
+    out = dict(row)
+    for key in ("rx_bytes", "tx_bytes"):
+        rate_key = key.replace("_bytes", "_bytes_per_second")
+        out[rate_key] = None
+        if previous and row.get(key) is not None and previous.get(key) is not None and row["epoch"] > previous["epoch"]:
+            out[rate_key] = round((row[key] - previous[key]) / (row["epoch"] - previous["epoch"]), 1)
+    return out
+
+
 class Counters:
     def __init__(self, containers: Containers, executor: Executor, run: Run, interval: float = 1.0):
         self.containers, self.executor, self.interval = containers, executor, interval
@@ -51,6 +62,7 @@ class Counters:
         self.latest: list[dict] = []
         self.history: collections.deque[dict] = collections.deque(maxlen=20000)  # the last ~hour of rows
         self._prepared: dict[str, tuple[int, tuple[str, ...]]] = {}
+        self._previous: dict[tuple, dict] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.last_error: str | None = None
@@ -95,7 +107,8 @@ class Counters:
         for row in rows:
             self.series.append(row)
         self.history.extend(rows)
-        self.latest = rows
+        self.latest = [with_rates(row, self._previous.get((row["kind"], row["service"], row["peer"]))) for row in rows]
+        self._previous = {(row["kind"], row["service"], row["peer"]): row for row in rows}
         return rows
 
     def _loop(self) -> None:

@@ -138,6 +138,62 @@ PATHS = {
             "responses": {"202": {"description": "interrupting"}, "401": ERROR, "404": ERROR},
         },
     },
+    "/api/events": _get(
+        "Lab events (shaping changes, run points, load) for chart markers",
+        [_query("since", "only events after this epoch", 0, 1e11, 0)],
+        errors=(400, 401),
+    ),
+    "/api/load": {
+        **_get("The load panel's sysbench: running, profile, latest per-second report", errors=(401, 503)),
+        "post": {
+            "summary": "Start sysbench in loadgen at a fixed rate",
+            "requestBody": {
+                "required": True,
+                "content": {
+                    "application/json": {
+                        "schema": {
+                            "type": "object",
+                            "properties": {
+                                "script": {"type": "string", "default": "oltp_write_only"},
+                                "rate": {
+                                    "type": "integer",
+                                    "minimum": 0,
+                                    "maximum": 100000,
+                                    "default": 100,
+                                    "description": "TPS; 0 = unlimited",
+                                },
+                                "threads": {"type": "integer", "minimum": 1, "maximum": 256, "default": 4},
+                                "seconds": {"type": "integer", "minimum": 1, "maximum": 86400, "default": 600},
+                                "tables": {"type": "integer", "default": 4},
+                                "rows": {"type": "integer", "default": 10000},
+                                "prepare": {
+                                    "type": "boolean",
+                                    "default": False,
+                                    "description": "sysbench cleanup + prepare first",
+                                },
+                            },
+                        }
+                    }
+                },
+            },
+            "responses": {"201": {"description": "started"}, **{str(c): ERROR for c in (400, 401, 409, 503)}},
+        },
+        "delete": {
+            "summary": "Stop the load",
+            "responses": {"204": {"description": "stopped"}, "401": ERROR, "503": ERROR},
+        },
+    },
+    "/": {"get": {"summary": "The dashboard (HTML)", "responses": {"200": {"description": "text/html"}}}},
+    "/metrics": {
+        "get": {"summary": "Prometheus metrics (text format)", "responses": {"200": {"description": "text/plain"}}}
+    },
+    "/results/{name}": {
+        "parameters": [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}],
+        "get": {
+            "summary": "A file under results/ (reports, plots, CSVs)",
+            "responses": {"200": {"description": "the file"}, "404": ERROR},
+        },
+    },
     "/api/verify": {
         "post": {
             "summary": "Measure a link from inside the lab: RTT (ping -U) and throughput (iperf3, both directions)",

@@ -1,6 +1,8 @@
-"""GET /api/health: is the controller up, and is the lag recorder running."""
+"""GET /api/health: is the controller up, and is the lag recorder running. GET /metrics: Prometheus."""
 
-from flask import Blueprint, current_app
+from flask import Blueprint, Response, current_app
+
+from ..metrics import CONTENT_TYPE, render
 
 bp = Blueprint("health", __name__)
 
@@ -31,3 +33,10 @@ def health():
             "latest": latest.as_dict() if latest else None,
         },
     }
+
+
+@bp.get("/metrics")
+def metrics():
+    return Response(
+        render(current_app.extensions["laglab"], current_app.extensions["laglab_runs"]), content_type=CONTENT_TYPE
+    )

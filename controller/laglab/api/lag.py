@@ -14,8 +14,9 @@ def lag():
     if recorder is None:
         raise ApiError(503, "the lag recorder is not running")
     seconds = number("seconds", 30, 0, recorder.samples.maxlen * recorder.interval)
-    window = recorder.window(seconds)
-    latest = window[-1].as_dict() if window else None
+    since = number("since", 0, 0, 1e11)
+    window = [s for s in recorder.window(seconds) if s.epoch > since]
+    latest = recorder.samples[-1].as_dict() if recorder.samples else None
     return {
         "latest": latest,
         "interval_ms": round(recorder.interval * 1000),

@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import os
 import platform
-import re
 import statistics
 import threading
 import time
@@ -22,11 +21,12 @@ import yaml
 
 from .. import consistency
 from ..db import connect, server_dialect
+from ..load import LoadGenerator, Profile
 from ..results import Run, iso
 from ..shaping import verify
 from ..shaping.params import parse_request
 from . import report
-from .spec import Plan, Point
+from .spec import Plan, Point, describe_point
 
 log = logging.getLogger("laglab.runs")
 LOAD_COLUMNS = ["point", "time", "epoch", "elapsed_s", "threads", "tps", "qps", "latency_p95_ms", "errors_per_s"]
@@ -41,27 +41,10 @@ LAG_COLUMNS = [
     "applier_lag_seconds",
 ]
 LINK_COLUMNS = ["point", "time", "epoch", "kind", "service", "peer", "rx_bytes", "tx_bytes", "rx_packets", "tx_packets"]
-_REPORT_RE = re.compile(
-    r"\[\s*(\d+)s\s*\]\s*thds:\s*(\d+)\s*tps:\s*([\d.]+)\s*qps:\s*([\d.]+).*?lat \(ms,95%\):\s*([\d.]+)\s*err/s:?\s*([\d.]+)"
-)
 
 
 class Interrupted(Exception):
     pass
-
-
-def parse_sysbench_line(line: str) -> dict | None:
-    match = _REPORT_RE.search(line)
-    if not match:
-        return None
-    return {
-        "elapsed_s": int(match.group(1)),
-        "threads": int(match.group(2)),
-        "tps": float(match.group(3)),
-        "qps": float(match.group(4)),
-        "latency_p95_ms": float(match.group(5)),
-        "errors_per_s": float(match.group(6)),
-    }
 
 
 def slope(samples: list[tuple[float, float]]) -> float | None:
@@ -103,6 +86,7 @@ class ScenarioRun:
         self._load_series = self.run.series("load.csv", LOAD_COLUMNS)
         self._lag_series = self.run.series("lag.csv", LAG_COLUMNS)
         self._link_series = self.run.series("links.csv", LINK_COLUMNS)
+        self.load = LoadGenerator(lab.shaping.containers, lab.settings)
 
     # --- status ---
     def as_json(self) -> dict:
@@ -155,6 +139,11 @@ class ScenarioRun:
             self._prepare_data(self.plan.points[0])
             for point in self.plan.points:
                 self.point_index = point.index
+                if self.lab.events is not None:
+                    self.lab.events.add(
+                        "run",
+                        f"{self.plan.scenario.name} point {point.index + 1}/{len(self.plan.points)}: {describe_point(point)}",
+                    )
                 self.summary.append(self._run_point(point))
                 self.run.write_json("summary.json", self._summary_doc(consistency_report))
             self._check("consistency check")
@@ -236,30 +225,12 @@ class ScenarioRun:
         }
 
     # --- load (sysbench in the loadgen container) ---
-    def _loadgen(self):
-        containers = self.lab.shaping.containers
-        lab = containers.list()
-        if "loadgen" not in lab or not lab["loadgen"].running:
-            raise RuntimeError("the loadgen service is not running")
-        return containers.client.containers.get(lab["loadgen"].id)
-
-    def _sysbench_argv(self, point: Point, command: str, seconds: int | None = None) -> list[str]:
+    @staticmethod
+    def _profile(point: Point) -> Profile:
         s = point.scenario
-        settings = self.lab.settings
-        argv = [
-            "sysbench", s.load.script, "--db-driver=mysql", f"--mysql-host={s.load.target}",
-            f"--mysql-user={settings.LAB_USER}", f"--mysql-password={settings.LAB_PASSWORD}",
-            f"--mysql-db={settings.LAB_DATABASE}", f"--tables={s.data.tables}", f"--table-size={s.data.rows}",
-        ]  # fmt: skip
-        if command == "run":
-            argv += [f"--threads={s.load.threads}", f"--rate={s.load.rate}", f"--time={seconds}", "--report-interval=1"]
-            if s.load.protocol == "compressed":
-                argv.append("--mysql-compression=on")
-            elif s.load.protocol == "tls":
-                argv.append("--mysql-ssl=on")
-        elif command == "prepare":
-            argv.append(f"--threads={min(8, s.data.tables)}")
-        return [*argv, command]
+        return Profile(
+            s.load.script, s.data.tables, s.data.rows, s.load.threads, s.load.rate, s.load.target, s.load.protocol
+        )
 
     def _prepare_data(self, point: Point) -> None:
         """sysbench prepare once per data set: kept when every table already holds the asked rows."""
@@ -281,11 +252,7 @@ class ScenarioRun:
             conn.close()
         if ready:
             return
-        loadgen = self._loadgen()
-        for command in ("cleanup", "prepare"):
-            code, output = loadgen.exec_run(self._sysbench_argv(point, command))
-            if code != 0:
-                raise RuntimeError(f"sysbench {command} failed: {output.decode(errors='replace')[-500:]}")
+        self.load.prepare(self._profile(point))
         self._wait_caught_up(600)
 
     def _wait_caught_up(self, timeout: float) -> None:
@@ -390,18 +357,16 @@ class ScenarioRun:
         if point.scenario.load.tool == "none":
             time.sleep(seconds)
             return
-        _, stream = self._loadgen().exec_run(self._sysbench_argv(point, "run", seconds), stream=True)
-        buffer = ""
-        for chunk in stream:
-            buffer += chunk.decode(errors="replace")
-            *lines, buffer = buffer.split("\n")
-            for line in lines:
-                parsed = parse_sysbench_line(line)
-                if parsed:
-                    now = time.time()
-                    row = {"point": point.index + 1, "time": iso(now), "epoch": round(now, 3), **parsed}
-                    rows.append(row)
-                    self._load_series.append(row)
+
+        def keep(row: dict) -> None:
+            row = {"point": point.index + 1, **row}
+            rows.append(row)
+            self._load_series.append(row)
+
+        self.load.start(self._profile(point), seconds, on_row=keep)
+        self.load.wait()
+        if self.load.error:
+            raise RuntimeError(f"sysbench: {self.load.error}")
 
     def _binlog_bytes(self) -> int:
         conn = connect(self.lab.source, timeout=5)
@@ -463,7 +428,8 @@ class ScenarioRun:
                 self.reason = self.reason or f"cleanup: {error}"
 
     def _stop_load(self) -> None:
-        self._loadgen().exec_run(["pkill", "-f", "^sysbench"])
+        if self.load.running:
+            self.load.stop()
 
 
 def _link_mbit(rows: list[dict], service: str, peer: str, start: float, end: float) -> float | None:

@@ -17,6 +17,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ..load import SCRIPTS
 from ..shaping.params import ParamError, parse_percent, parse_rate, parse_time
 
 METRICS = ("max_lag_seconds", "p95_lag_seconds", "lag_slope", "tps", "qps", "link_mbit")
@@ -32,15 +33,6 @@ SWEEPABLE = (
     "replicator.compression",
     "replicator.binlog_transaction_compression",
     "replicator.ssl",
-)
-SCRIPTS = (
-    "oltp_insert",
-    "oltp_write_only",
-    "oltp_read_only",
-    "oltp_read_write",
-    "oltp_delete",
-    "oltp_update_index",
-    "oltp_update_non_index",
 )
 
 

@@ -42,7 +42,9 @@ class Applied:
 
 
 class ShapingManager:
-    def __init__(self, containers: Containers, executor: Executor, backend, state_path: Path, python: str = "python"):
+    def __init__(
+        self, containers: Containers, executor: Executor, backend, state_path: Path, python: str = "python", events=None
+    ):
         self.containers = containers
         self.executor = executor
         self.backend = backend
@@ -55,6 +57,7 @@ class ShapingManager:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.last_error: str | None = None
+        self.events = events
 
     # --- desired state ---
     def load(self) -> None:
@@ -113,6 +116,7 @@ class ShapingManager:
             before = dict(self.entries)
             self.entries[entry.key] = entry
             self._apply_or_roll_back(lab, before)
+            self._event(f"{service} -> {request.peer or 'all'}: {_settings_text(entry)}")
             return self.describe(service, lab)
 
     def delete(self, service: str, peer: str | None = None) -> dict:
@@ -126,6 +130,8 @@ class ShapingManager:
             for key in keys:
                 del self.entries[key]
             self._apply_or_roll_back(lab, before)
+            if keys:
+                self._event(f"{service} -> {peer or 'all'}: cleared")
             return self.describe(service, lab)
 
     def clear(self) -> None:
@@ -134,6 +140,12 @@ class ShapingManager:
             before = dict(self.entries)
             self.entries.clear()
             self._apply_or_roll_back(lab, before)
+            if before:
+                self._event("all shaping cleared")
+
+    def _event(self, text: str) -> None:
+        if self.events is not None:
+            self.events.add("shaping", text)
 
     def _apply_or_roll_back(self, lab, before) -> None:
         try:
@@ -304,6 +316,7 @@ class ShapingManager:
                     expired = [k for k, e in self.entries.items() if e.expires_at and e.expires_at <= now]
                     for key in expired:
                         del self.entries[key]
+                        self._event(f"{key[0]} -> {key[1] or 'all'}: duration over, cleared")
                     if expired:
                         self.save()
                     ips = self.shapeable(lab)
@@ -338,3 +351,9 @@ def _json_or_empty(text: str) -> list:
         return json.loads(text) if text.strip() else []
     except json.JSONDecodeError:
         return []
+
+
+def _settings_text(entry: Entry) -> str:
+    settings = entry.shaping.to_json()
+    text = " ".join(f"{k} {v}" for k, v in settings.items())
+    return text if entry.direction == "egress" else f"{text} ({entry.direction})"

@@ -1,0 +1,158 @@
+"""Load from the loadgen container: sysbench started with `docker exec` (the loadgen image is the
+lab's own), its per-second report lines parsed as they arrive. Used by scenario runs and by the
+dashboard's load panel (POST/GET/DELETE /api/load)."""
+
+from __future__ import annotations
+
+import collections
+import re
+import threading
+import time
+from dataclasses import dataclass
+
+from .results import iso
+
+SCRIPTS = (
+    "oltp_insert",
+    "oltp_write_only",
+    "oltp_read_only",
+    "oltp_read_write",
+    "oltp_delete",
+    "oltp_update_index",
+    "oltp_update_non_index",
+)
+_REPORT_RE = re.compile(
+    r"\[\s*(\d+)s\s*\]\s*thds:\s*(\d+)\s*tps:\s*([\d.]+)\s*qps:\s*([\d.]+).*?lat \(ms,95%\):\s*([\d.]+)\s*err/s:?\s*([\d.]+)"
+)
+
+
+def parse_sysbench_line(line: str) -> dict | None:
+    match = _REPORT_RE.search(line)
+    if not match:
+        return None
+    return {
+        "elapsed_s": int(match.group(1)),
+        "threads": int(match.group(2)),
+        "tps": float(match.group(3)),
+        "qps": float(match.group(4)),
+        "latency_p95_ms": float(match.group(5)),
+        "errors_per_s": float(match.group(6)),
+    }
+
+
+@dataclass(frozen=True)
+class Profile:
+    script: str = "oltp_write_only"
+    tables: int = 4
+    rows: int = 10000
+    threads: int = 4
+    rate: int = 0  # transactions per second; 0 = unlimited
+    target: str = "mysql-source"
+    protocol: str = "plain"  # plain | compressed | tls
+
+
+def sysbench_argv(
+    profile: Profile, command: str, user: str, password: str, database: str, seconds: int | None = None
+) -> list[str]:
+    argv = [
+        "sysbench", profile.script, "--db-driver=mysql", f"--mysql-host={profile.target}",
+        f"--mysql-user={user}", f"--mysql-password={password}", f"--mysql-db={database}",
+        f"--tables={profile.tables}", f"--table-size={profile.rows}",
+    ]  # fmt: skip
+    if command == "run":
+        argv += [
+            f"--threads={profile.threads}",
+            f"--rate={profile.rate}",
+            f"--time={seconds or 0}",
+            "--report-interval=1",
+        ]
+        if profile.protocol == "compressed":
+            argv.append("--mysql-compression=on")
+        elif profile.protocol == "tls":
+            argv.append("--mysql-ssl=on")
+    elif command == "prepare":
+        argv.append(f"--threads={min(8, profile.tables)}")
+    return [*argv, command]
+
+
+class LoadGenerator:
+    """sysbench in the loadgen container, one at a time per generator."""
+
+    def __init__(self, containers, settings):
+        self.containers, self.settings = containers, settings
+        self.rows: collections.deque[dict] = collections.deque(maxlen=3600)
+        self.profile: Profile | None = None
+        self.started: float | None = None
+        self.seconds: int | None = None
+        self.error: str | None = None
+        self._thread: threading.Thread | None = None
+
+    def container(self):
+        lab = self.containers.list()
+        if "loadgen" not in lab or not lab["loadgen"].running:
+            raise RuntimeError("the loadgen service is not running")
+        return self.containers.client.containers.get(lab["loadgen"].id)
+
+    def argv(self, profile: Profile, command: str, seconds: int | None = None) -> list[str]:
+        s = self.settings
+        return sysbench_argv(profile, command, str(s.LAB_USER), str(s.LAB_PASSWORD), str(s.LAB_DATABASE), seconds)
+
+    def prepare(self, profile: Profile) -> None:
+        """cleanup + prepare the profile's tables (sysbench)."""
+        loadgen = self.container()
+        for command in ("cleanup", "prepare"):
+            code, output = loadgen.exec_run(self.argv(profile, command))
+            if code != 0:
+                raise RuntimeError(f"sysbench {command} failed: {output.decode(errors='replace')[-500:]}")
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self, profile: Profile, seconds: int, on_row=None) -> None:
+        if self.running:
+            raise RuntimeError("a load is already running")
+        self.profile, self.seconds, self.started, self.error = profile, seconds, time.time(), None
+        loadgen = self.container()
+        argv = self.argv(profile, "run", seconds)
+        self._thread = threading.Thread(target=self._follow, args=(loadgen, argv, on_row), name="load", daemon=True)
+        self._thread.start()
+
+    def _follow(self, loadgen, argv, on_row) -> None:
+        try:
+            _, stream = loadgen.exec_run(argv, stream=True)
+            buffer = ""
+            for chunk in stream:
+                buffer += chunk.decode(errors="replace")
+                *lines, buffer = buffer.split("\n")
+                for line in lines:
+                    parsed = parse_sysbench_line(line)
+                    if parsed:
+                        now = time.time()
+                        row = {"time": iso(now), "epoch": round(now, 3), **parsed}
+                        self.rows.append(row)
+                        if on_row:
+                            on_row(row)
+                    elif "FATAL" in line:
+                        self.error = line.strip()[:300]
+        except Exception as error:
+            self.error = f"{type(error).__name__}: {error}"
+
+    def wait(self, timeout: float | None = None) -> None:
+        if self._thread:
+            self._thread.join(timeout)
+
+    def stop(self) -> None:
+        self.container().exec_run(["pkill", "-f", "^sysbench"])
+        self.wait(10)
+
+    def status(self) -> dict:
+        latest = self.rows[-1] if self.rows else None
+        return {
+            "running": self.running,
+            "profile": None if self.profile is None else self.profile.__dict__,
+            "started": iso(self.started) if self.started else None,
+            "seconds": self.seconds,
+            "latest": latest,
+            "error": self.error,
+        }

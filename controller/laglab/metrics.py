@@ -1,0 +1,84 @@
+"""GET /metrics: the lab's state in Prometheus text format, read at scrape time (a custom collector
+over the recorder, the shaping manager, the counters, the load and the runs)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
+from prometheus_client.registry import Collector
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class LabCollector(Collector):
+    def __init__(self, lab, runs: dict):
+        self.lab, self.runs = lab, runs
+
+    def collect(self):
+        lab = self.lab
+        lag = GaugeMetricFamily(
+            "laglab_replication_lag_seconds", "Replication lag from the heartbeat (see README)", labels=["replica"]
+        )
+        behind = GaugeMetricFamily(
+            "laglab_seconds_behind_source", "Seconds_Behind_Source of the replica", labels=["replica"]
+        )
+        latest = lab.recorder.samples[-1] if lab.recorder and lab.recorder.samples else None
+        if latest is not None and latest.lag_seconds is not None:
+            lag.add_metric([lab.target.name], latest.lag_seconds)
+        if latest is not None and latest.seconds_behind_source is not None:
+            behind.add_metric([lab.target.name], latest.seconds_behind_source)
+        yield lag
+        yield behind
+
+        delay = GaugeMetricFamily(
+            "laglab_shaping_delay_seconds",
+            "Delay asked on a service's egress (peer '' = all)",
+            labels=["service", "peer"],
+        )
+        rate = GaugeMetricFamily("laglab_shaping_rate_bits_per_second", "Rate limit asked", labels=["service", "peer"])
+        loss = GaugeMetricFamily("laglab_shaping_loss_ratio", "Loss asked, 0..1", labels=["service", "peer"])
+        if lab.shaping is not None:
+            with lab.shaping.lock:
+                entries = list(lab.shaping.entries.values())
+            for e in entries:
+                labels = [e.service, e.peer or ""]
+                delay.add_metric(labels, e.shaping.delay)
+                loss.add_metric(labels, e.shaping.loss)
+                if e.shaping.rate:
+                    rate.add_metric(labels, e.shaping.rate)
+        yield delay
+        yield rate
+        yield loss
+
+        link = CounterMetricFamily(
+            "laglab_link_bytes",
+            "Bytes a service sent to a peer (link) or its eth0 moved (peer '')",
+            labels=["service", "peer", "direction"],
+        )
+        if lab.counters is not None:
+            for row in lab.counters.latest:
+                if row["kind"] == "link":
+                    link.add_metric([row["service"], row["peer"], "tx"], row["tx_bytes"])
+                else:
+                    link.add_metric([row["service"], "", "tx"], row["tx_bytes"])
+                    link.add_metric([row["service"], "", "rx"], row["rx_bytes"])
+        yield link
+
+        qps = GaugeMetricFamily("laglab_load_qps", "Queries per second of the running load (sysbench report)")
+        load_rows = [r for r in (lab.load.rows if lab.load else []) if lab.load.running]
+        qps.add_metric([], load_rows[-1]["qps"] if load_rows else 0.0)
+        yield qps
+
+        info = InfoMetricFamily(
+            "laglab_run", "The scenario run in progress and its point", labels=["scenario", "point"]
+        )
+        for run in self.runs.values():
+            if run.status == "running":
+                info.add_metric([run.plan.scenario.name, str((run.point_index or 0) + 1)], {"id": run.id})
+        yield info
+
+
+def render(lab, runs: dict) -> bytes:
+    registry = CollectorRegistry()
+    registry.register(LabCollector(lab, runs))
+    return generate_latest(registry)

@@ -1,0 +1,179 @@
+// laglab dashboard: plain JavaScript, no libraries, served by the controller (works offline).
+"use strict";
+const WINDOW = 600; // seconds of lag shown
+const state = { points: [], markers: [], lastEpoch: 0, lastEvent: 0 };
+window.laglab = state; // for people poking around, and the browser test
+
+function token() { return localStorage.getItem("laglab-token") || ""; }
+async function api(method, path, body) {
+  const headers = { "Content-Type": "application/json" };
+  if (token()) headers.Authorization = "Bearer " + token();
+  const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  if (res.status === 401) {
+    const t = prompt("This lab's API needs its LAB_API_TOKEN:");
+    if (t) { localStorage.setItem("laglab-token", t); return api(method, path, body); }
+  }
+  const text = await res.text();
+  const data = text ? JSON.parse(text) : {};
+  if (!res.ok) throw new Error(data.error || res.statusText);
+  return data;
+}
+
+// --- lag chart ---
+async function pollLag() {
+  const q = state.lastEpoch ? `since=${state.lastEpoch}&seconds=${WINDOW}` : `seconds=${WINDOW}`;
+  const data = await api("GET", `/api/lag?${q}`);
+  for (const s of data.samples) {
+    state.points.push({ t: s.epoch, lag: s.status === "ok" ? s.lag_seconds : null });
+    state.lastEpoch = Math.max(state.lastEpoch, s.epoch);
+  }
+  const cut = state.lastEpoch - WINDOW;
+  while (state.points.length && state.points[0].t < cut) state.points.shift();
+  const l = data.latest;
+  document.getElementById("lag-now").textContent = l ? (l.status === "ok" ? `${(l.lag_seconds * 1000).toFixed(0)} ms` : `gap: ${l.reason}`) : "";
+}
+
+async function pollEvents() {
+  const data = await api("GET", `/api/events?since=${state.lastEvent}`);
+  for (const e of data.events) { state.markers.push(e); state.lastEvent = Math.max(state.lastEvent, e.epoch); }
+  while (state.markers.length && state.markers[0].epoch < state.lastEpoch - WINDOW) state.markers.shift();
+}
+
+function draw() {
+  const c = document.getElementById("lag-chart"), g = c.getContext("2d");
+  const W = c.width, H = c.height, L = 55, R = 10, T = 12, B = 28;
+  g.clearRect(0, 0, W, H);
+  const end = state.lastEpoch || Date.now() / 1000, start = end - WINDOW;
+  const lags = state.points.filter(p => p.lag !== null).map(p => p.lag);
+  const top = Math.max(0.1, ...lags) * 1.15;
+  const x = t => L + (t - start) / WINDOW * (W - L - R), y = v => H - B - v / top * (H - T - B);
+  g.strokeStyle = "#ccc"; g.fillStyle = "#444"; g.font = "11px sans-serif"; g.lineWidth = 1;
+  for (let i = 0; i <= 4; i++) {
+    const v = top * i / 4; g.beginPath(); g.moveTo(L, y(v)); g.lineTo(W - R, y(v)); g.stroke();
+    g.fillText(v < 1 ? `${(v * 1000).toFixed(0)} ms` : `${v.toFixed(2)} s`, 2, y(v) + 4);
+  }
+  for (let m = 0; m <= 10; m += 2) g.fillText(`-${10 - m} min`, x(start + m * 60) - 14, H - 8);
+  const styles = { shaping: ["#b35c00", [6, 3], "S"], run: ["#6a3d9a", [2, 3], "R"], load: ["#2e7d32", [6, 3], "L"] };
+  for (const mk of state.markers) {
+    if (mk.epoch < start) continue;
+    const [color, dash, letter] = styles[mk.kind] || ["#888", [3, 3], "?"];
+    g.strokeStyle = color; g.setLineDash(dash); g.beginPath(); g.moveTo(x(mk.epoch), T); g.lineTo(x(mk.epoch), H - B); g.stroke();
+    g.setLineDash([]); g.fillStyle = color; g.fillText(letter, x(mk.epoch) + 2, T + 10);
+  }
+  g.strokeStyle = "#1f5fa8"; g.lineWidth = 1.5; g.beginPath(); let pen = false;
+  for (const p of state.points) {
+    if (p.lag === null) { pen = false; continue; }
+    if (!pen) { g.moveTo(x(p.t), y(p.lag)); pen = true; } else g.lineTo(x(p.t), y(p.lag));
+  }
+  g.stroke();
+  const last = state.markers.filter(m => m.epoch >= start).slice(-1)[0];
+  c.title = last ? `${last.time}: ${last.text}` : "";
+}
+
+// --- containers, links, shaping form ---
+function bytesPerSecond(v) { return v == null ? "" : v > 1e6 ? `${(v / 1e6).toFixed(2)} MB/s` : `${(v / 1e3).toFixed(1)} kB/s`; }
+function shapingText(list) {
+  return list.map(e => `${e.peer ? "→ " + e.peer : "all"}: ` + ["delay", "jitter", "loss", "rate"].filter(k => e[k]).map(k => `${k} ${e[k]}`).join(", ")).join("; ");
+}
+async function pollContainers() {
+  const [cs, links] = await Promise.all([api("GET", "/api/containers"), api("GET", "/api/links").catch(() => ({ latest: [] }))]);
+  const byService = {};
+  for (const r of links.latest) if (r.kind === "container") byService[r.service] = r;
+  const tbody = document.querySelector("#containers tbody");
+  tbody.innerHTML = "";
+  for (const c of cs.containers) {
+    const r = byService[c.service] || {};
+    const tr = document.createElement("tr");
+    for (const v of [c.service, c.ip || "", shapingText(c.shaping), bytesPerSecond(r.rx_bytes_per_second), bytesPerSecond(r.tx_bytes_per_second)]) {
+      const td = document.createElement("td"); td.textContent = v; tr.appendChild(td);
+    }
+    tbody.appendChild(tr);
+    for (const r2 of links.latest.filter(l => l.kind === "link" && l.service === c.service && l.tx_bytes_per_second > 1000)) {
+      const tl = document.createElement("tr");
+      for (const v of [`  ${c.service} → ${r2.peer}`, "", "", "", bytesPerSecond(r2.tx_bytes_per_second)]) {
+        const td = document.createElement("td"); td.textContent = v; tl.appendChild(td);
+      }
+      tbody.appendChild(tl);
+    }
+  }
+  const shapeable = cs.containers.filter(c => c.running && c.ip && !["controller", "replication-setup"].includes(c.service)).map(c => c.service);
+  for (const id of ["f-service", "f-peer"]) {
+    const sel = document.getElementById(id), keep = sel.value;
+    const wanted = (id === "f-peer" ? [""] : []).concat(shapeable);
+    if ([...sel.options].map(o => o.value).join() !== wanted.join()) {
+      sel.innerHTML = "";
+      for (const s of wanted) { const o = document.createElement("option"); o.value = s; o.textContent = s || "(all)"; sel.appendChild(o); }
+      sel.value = wanted.includes(keep) ? keep : wanted[0];
+    }
+  }
+}
+
+document.getElementById("shaping-form").addEventListener("submit", async ev => {
+  ev.preventDefault();
+  const f = new FormData(ev.target), out = document.getElementById("f-result"), body = {};
+  for (const k of ["delay", "jitter", "loss", "rate"]) if (f.get(k)) body[k] = f.get(k);
+  if (f.get("peer")) body.peer = f.get("peer");
+  try {
+    await api("PUT", `/api/shaping/${encodeURIComponent(f.get("service"))}`, body);
+    out.textContent = "applied"; out.className = "ok";
+  } catch (e) { out.textContent = e.message; out.className = "error"; }
+  refresh();
+});
+document.getElementById("f-clear").addEventListener("click", async () => {
+  const f = new FormData(document.getElementById("shaping-form")), out = document.getElementById("f-result");
+  const q = f.get("peer") ? `?peer=${encodeURIComponent(f.get("peer"))}` : "";
+  try { await api("DELETE", `/api/shaping/${encodeURIComponent(f.get("service"))}${q}`); out.textContent = "cleared"; out.className = "ok"; }
+  catch (e) { out.textContent = e.message; out.className = "error"; }
+  refresh();
+});
+
+// --- load ---
+async function pollLoad() {
+  const s = await api("GET", "/api/load").catch(e => ({ error: e.message }));
+  const el = document.getElementById("load-status");
+  if (s.running && s.latest) el.textContent = `running ${s.profile.script}: ${s.latest.tps.toFixed(1)} TPS, ${s.latest.qps.toFixed(1)} QPS achieved`;
+  else if (s.running) el.textContent = `starting ${s.profile.script}…`;
+  else el.textContent = s.error ? `stopped (${s.error})` : "idle";
+}
+document.getElementById("load-form").addEventListener("submit", async ev => {
+  ev.preventDefault();
+  const f = new FormData(ev.target);
+  const body = { script: f.get("script"), rate: +f.get("rate"), threads: +f.get("threads"), seconds: +f.get("seconds"), prepare: f.get("prepare") === "on" };
+  try { await api("POST", "/api/load", body); } catch (e) { document.getElementById("load-status").textContent = e.message; }
+});
+document.getElementById("load-stop").addEventListener("click", () => api("DELETE", "/api/load").catch(() => {}));
+
+// --- runs ---
+function clock(s) { s = Math.round(s); return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`; }
+async function pollRuns() {
+  const data = await api("GET", "/api/runs");
+  const box = document.getElementById("runs");
+  if (!data.runs.length) { box.textContent = "No runs yet: make run SCENARIO=scenarios/<name>.yaml"; return; }
+  box.innerHTML = "";
+  for (const r of data.runs.slice().reverse().slice(0, 8)) {
+    const p = document.createElement("p");
+    const progress = r.status === "running" ? ` — point ${r.point || "-"}/${r.points}: ${r.step}, ${clock(r.elapsed_seconds)} elapsed, ETA ${clock(r.eta_seconds)}` : "";
+    p.append(`${r.id}: ${r.status}${progress} `);
+    for (const f of ["report.md", "sweep.png", "lag.png"]) {
+      const a = document.createElement("a"); a.href = `/${r.results}/${f}`; a.textContent = f; p.append(a, " ");
+    }
+    box.appendChild(p);
+  }
+}
+
+async function pollHealth() {
+  const h = await api("GET", "/api/health");
+  const rec = h.recorder;
+  document.getElementById("status").textContent =
+    `recorder ${rec && rec.running ? "running" : "stopped"} (${rec ? rec.interval_ms : "-"} ms), shaping backend ${h.shaping ? h.shaping.backend : "-"}, run folder ${h.run || "-"}`;
+}
+
+async function refresh() {
+  for (const f of [pollContainers, pollLoad, pollRuns, pollHealth]) f().catch(e => console.warn(f.name, e));
+}
+async function tick() {
+  try { await pollLag(); await pollEvents(); draw(); } catch (e) { document.getElementById("status").textContent = "controller unreachable: " + e.message; }
+}
+tick(); refresh();
+setInterval(tick, 1000);
+setInterval(refresh, 3000);

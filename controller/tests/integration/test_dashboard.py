@@ -1,0 +1,107 @@
+"""The dashboard in real headless Chromium, /metrics against the API, and the monitoring profile's
+clear refusal where its images cannot be had."""
+
+import os
+import subprocess
+import time
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+from .conftest import ROOT, wait_until
+
+
+@pytest.fixture
+def browser():
+    options = webdriver.ChromeOptions()
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,1100",
+    ):
+        options.add_argument(arg)
+    options.binary_location = "/usr/bin/chromium"
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    yield driver
+    driver.quit()
+
+
+def test_dashboard_shows_lag_and_sets_shaping(api, browser):
+    api.session.delete(api.base + "/api/shaping", timeout=60)
+    browser.get(api.base + "/")
+    wait = WebDriverWait(browser, 30)
+    wait.until(lambda d: d.execute_script("return window.laglab.points.filter(p => p.lag !== null).length") > 20)
+    wait.until(lambda d: len(Select(d.find_element(By.ID, "f-service")).options) >= 3)
+    Select(browser.find_element(By.ID, "f-service")).select_by_value("mysql-source")
+    Select(browser.find_element(By.ID, "f-peer")).select_by_value("mysql-target")
+    browser.find_element(By.NAME, "delay").send_keys("40ms")
+    browser.find_element(By.ID, "f-apply").click()
+    try:
+        wait.until(lambda d: d.find_element(By.ID, "f-result").text == "applied")
+        desired = api.get("/api/shaping/mysql-source").json()["desired"]
+        assert desired == [{"peer": "mysql-target", "direction": "egress", "delay": "40ms"}]
+        wait.until(
+            lambda d: d.execute_script(
+                "return window.laglab.markers.some(m => m.kind === 'shaping' && m.text.includes('40ms'))"
+            )
+        )
+        time.sleep(2)  # a little lag drawn after the marker, for the screenshot
+        shot = ROOT / "results" / f"dashboard-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.png"
+        assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10000
+        rows = browser.find_elements(By.CSS_SELECTOR, "#containers tbody tr")
+        assert any("delay 40ms" in r.text for r in rows)
+    finally:
+        api.session.delete(api.base + "/api/shaping", timeout=60)
+
+
+def test_metrics_match_the_api(api):
+    assert (
+        api.session.put(
+            api.base + "/api/shaping/mysql-source",
+            json={"delay": "30ms", "rate": "50mbit", "peer": "mysql-target"},
+            timeout=60,
+        ).status_code
+        == 200
+    )
+    try:
+        wait_until(
+            lambda: any(r["kind"] == "link" for r in api.get("/api/links").json()["latest"]), 10, 0.5, "counters"
+        )
+        text = api.get("/metrics").text
+        lag = api.get("/api/lag?seconds=1").json()["latest"]
+        got = {}
+        for family in text_string_to_metric_families(text):
+            for s in family.samples:
+                got[(s.name, tuple(sorted(s.labels.items())))] = s.value
+        link = (("peer", "mysql-target"), ("service", "mysql-source"))
+        assert got[("laglab_shaping_delay_seconds", link)] == 0.03
+        assert got[("laglab_shaping_rate_bits_per_second", link)] == 50e6
+        assert abs(got[("laglab_replication_lag_seconds", (("replica", "mysql-target"),))] - lag["lag_seconds"]) < 0.2
+        assert got[("laglab_link_bytes_total", (("direction", "tx"), *link))] > 0
+    finally:
+        api.session.delete(api.base + "/api/shaping", timeout=60)
+
+
+def test_monitoring_profile_stops_clearly_without_its_images():
+    have = subprocess.run(["docker", "image", "inspect", "prom/prometheus:v3.5.0"], capture_output=True).returncode == 0
+    if have:
+        pytest.skip("prom/prometheus is present on this engine: the refusal path cannot be exercised")
+    before = subprocess.run(["docker", "ps", "-q"], capture_output=True, text=True).stdout.split()
+    done = subprocess.run(
+        [str(ROOT / "scripts/up")],
+        env={**os.environ, "PROFILE": "monitoring"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode != 0
+    assert "profile monitoring needs" in done.stderr and "prom/prometheus:v3.5.0" in done.stderr, done.stderr[-2000:]
+    assert subprocess.run(["docker", "ps", "-q"], capture_output=True, text=True).stdout.split() == before, (
+        "nothing was started"
+    )

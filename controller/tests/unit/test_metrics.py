@@ -1,0 +1,62 @@
+"""/metrics text, parsed back with the Prometheus client's own parser."""
+
+import collections
+from types import SimpleNamespace
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from laglab.lag import LagSample
+from laglab.metrics import render
+from laglab.shaping.params import Shaping
+from laglab.shaping.plan import Entry
+
+
+def fake_lab():
+    import threading
+
+    entries = {
+        ("mysql-source", "mysql-target"): Entry(
+            "mysql-source", "mysql-target", "egress", Shaping(delay=0.125, loss=0.005, rate=2e6)
+        ),
+        ("loadgen", None): Entry("loadgen", None, "egress", Shaping(delay=0.01)),
+    }
+    return SimpleNamespace(
+        recorder=SimpleNamespace(
+            samples=collections.deque([LagSample("t", 1.0, "ok", lag_seconds=0.25, seconds_behind_source=0)])
+        ),
+        target=SimpleNamespace(name="mysql-target"),
+        shaping=SimpleNamespace(lock=threading.Lock(), entries=entries),
+        counters=SimpleNamespace(
+            latest=[
+                {"kind": "link", "service": "mysql-source", "peer": "mysql-target", "tx_bytes": 1000},
+                {"kind": "container", "service": "mysql-source", "peer": "", "tx_bytes": 5000, "rx_bytes": 7000},
+            ]
+        ),
+        load=SimpleNamespace(running=True, rows=[{"qps": 300.0}]),
+    )
+
+
+def samples(text: str) -> dict:
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def test_metrics_follow_the_lab_state():
+    run = SimpleNamespace(
+        status="running", plan=SimpleNamespace(scenario=SimpleNamespace(name="latency-sweep")), point_index=2, id="r1"
+    )
+    got = samples(render(fake_lab(), {"r1": run}).decode())
+    assert got[("laglab_replication_lag_seconds", (("replica", "mysql-target"),))] == 0.25
+    assert got[("laglab_seconds_behind_source", (("replica", "mysql-target"),))] == 0
+    link = (("peer", "mysql-target"), ("service", "mysql-source"))
+    assert got[("laglab_shaping_delay_seconds", link)] == 0.125
+    assert got[("laglab_shaping_rate_bits_per_second", link)] == 2e6
+    assert got[("laglab_shaping_loss_ratio", link)] == 0.005
+    assert got[("laglab_shaping_delay_seconds", (("peer", ""), ("service", "loadgen")))] == 0.01
+    assert got[("laglab_link_bytes_total", (("direction", "tx"), *link))] == 1000
+    assert got[("laglab_link_bytes_total", (("direction", "rx"), ("peer", ""), ("service", "mysql-source")))] == 7000
+    assert got[("laglab_load_qps", ())] == 300.0
+    assert got[("laglab_run_info", (("id", "r1"), ("point", "3"), ("scenario", "latency-sweep")))] == 1
