@@ -38,6 +38,19 @@ def _get(summary: str, params: list | None = None, ok: dict | None = None, error
     return {"get": {"summary": summary, "parameters": params or [], "responses": responses}}
 
 
+def _with_body(summary: str, properties: dict, ok: tuple[str, str], errors, required=()) -> dict:
+    """An operation with a JSON object body."""
+    schema = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = list(required)
+    responses = {ok[0]: {"description": ok[1]}, **{str(c): ERROR for c in errors}}
+    return {
+        "summary": summary,
+        "requestBody": {"required": True, "content": {"application/json": {"schema": schema}}},
+        "responses": responses,
+    }
+
+
 def _query(name: str, description: str, minimum: float, maximum: float, default: float) -> dict:
     return {
         "name": name,
@@ -110,25 +123,16 @@ PATHS = {
     ),
     "/api/runs": {
         **_get("Scenario runs of this controller", errors=(401,)),
-        "post": {
-            "summary": "Start a scenario run (one at a time)",
-            "requestBody": {
-                "required": True,
-                "content": {
-                    "application/json": {
-                        "schema": {
-                            "type": "object",
-                            "required": ["scenario"],
-                            "properties": {
-                                "scenario": {"type": "string", "description": "the scenario file's YAML text"},
-                                "quick": {"type": "boolean", "default": False},
-                            },
-                        }
-                    }
-                },
+        "post": _with_body(
+            "Start a scenario run (one at a time)",
+            {
+                "scenario": {"type": "string", "description": "the scenario file's YAML text"},
+                "quick": {"type": "boolean", "default": False},
             },
-            "responses": {"201": {"description": "started"}, **{str(c): ERROR for c in (400, 401, 409, 503)}},
-        },
+            ("201", "started"),
+            (400, 401, 409, 503),
+            required=("scenario",),
+        ),
     },
     "/api/runs/{run_id}": {
         "parameters": [{"name": "run_id", "in": "path", "required": True, "schema": {"type": "string"}}],
@@ -145,39 +149,26 @@ PATHS = {
     ),
     "/api/load": {
         **_get("The load panel's sysbench: running, profile, latest per-second report", errors=(401, 503)),
-        "post": {
-            "summary": "Start sysbench in loadgen at a fixed rate",
-            "requestBody": {
-                "required": True,
-                "content": {
-                    "application/json": {
-                        "schema": {
-                            "type": "object",
-                            "properties": {
-                                "script": {"type": "string", "default": "oltp_write_only"},
-                                "rate": {
-                                    "type": "integer",
-                                    "minimum": 0,
-                                    "maximum": 100000,
-                                    "default": 100,
-                                    "description": "TPS; 0 = unlimited",
-                                },
-                                "threads": {"type": "integer", "minimum": 1, "maximum": 256, "default": 4},
-                                "seconds": {"type": "integer", "minimum": 1, "maximum": 86400, "default": 600},
-                                "tables": {"type": "integer", "default": 4},
-                                "rows": {"type": "integer", "default": 10000},
-                                "prepare": {
-                                    "type": "boolean",
-                                    "default": False,
-                                    "description": "sysbench cleanup + prepare first",
-                                },
-                            },
-                        }
-                    }
+        "post": _with_body(
+            "Start sysbench in loadgen at a fixed rate",
+            {
+                "script": {"type": "string", "default": "oltp_write_only"},
+                "rate": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": 100000,
+                    "default": 100,
+                    "description": "TPS; 0 = unlimited",
                 },
+                "threads": {"type": "integer", "minimum": 1, "maximum": 256, "default": 4},
+                "seconds": {"type": "integer", "minimum": 1, "maximum": 86400, "default": 600},
+                "tables": {"type": "integer", "default": 4},
+                "rows": {"type": "integer", "default": 10000},
+                "prepare": {"type": "boolean", "default": False, "description": "sysbench cleanup + prepare first"},
             },
-            "responses": {"201": {"description": "started"}, **{str(c): ERROR for c in (400, 401, 409, 503)}},
-        },
+            ("201", "started"),
+            (400, 401, 409, 503),
+        ),
         "delete": {
             "summary": "Stop the load",
             "responses": {"204": {"description": "stopped"}, "401": ERROR, "503": ERROR},
@@ -195,32 +186,20 @@ PATHS = {
         },
     },
     "/api/verify": {
-        "post": {
-            "summary": "Measure a link from inside the lab: RTT (ping -U) and throughput (iperf3, both directions)",
-            "requestBody": {
-                "required": True,
-                "content": {
-                    "application/json": {
-                        "schema": {
-                            "type": "object",
-                            "required": ["from", "to"],
-                            "properties": {
-                                "from": {"type": "string"},
-                                "to": {"type": "string"},
-                                "count": {"type": "integer", "minimum": 20, "maximum": 1000, "default": 20},
-                                "seconds": {"type": "integer", "minimum": 1, "maximum": 60, "default": 3},
-                                "streams": {"type": "integer", "minimum": 1, "maximum": 16, "default": 1},
-                                "throughput": {"type": "boolean", "default": True, "description": "false: RTT only"},
-                            },
-                        }
-                    }
-                },
+        "post": _with_body(
+            "Measure a link from inside the lab: RTT (ping -U) and throughput (iperf3, both directions)",
+            {
+                "from": {"type": "string"},
+                "to": {"type": "string"},
+                "count": {"type": "integer", "minimum": 20, "maximum": 1000, "default": 20},
+                "seconds": {"type": "integer", "minimum": 1, "maximum": 60, "default": 3},
+                "streams": {"type": "integer", "minimum": 1, "maximum": 16, "default": 1},
+                "throughput": {"type": "boolean", "default": True, "description": "false: RTT only"},
             },
-            "responses": {
-                "200": {"description": "requested beside measured"},
-                **{str(c): ERROR for c in (400, 401, 404)},
-            },
-        }
+            ("200", "requested beside measured"),
+            (400, 401, 404),
+            required=("from", "to"),
+        )
     },
 }
 
