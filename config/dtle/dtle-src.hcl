@@ -1,0 +1,48 @@
+# Rendered by laglab for the dtle-src agent (server + client).
+name       = "dtle-src"
+datacenter = "dc1"
+data_dir   = "/dtle/var/lib/nomad"
+plugin_dir = "/dtle/usr/share/dtle/nomad-plugin"
+bind_addr  = "0.0.0.0"
+log_level  = "Info"
+disable_update_check = true
+
+ports {
+  http = 4646
+  rpc  = 4647
+  serf = 4648
+}
+advertise {
+  http = "dtle-src:4646"
+  rpc  = "dtle-src:4647"
+  serf = "dtle-src:4648"
+}
+
+server {
+  enabled          = true
+  bootstrap_expect = 1
+}
+
+client {
+  enabled = true
+  options = {
+    "driver.blacklist" = "docker,exec,java,mock,qemu,rawexec,rkt"
+  }
+}
+
+consul {
+  address = "consul:8500"
+}
+
+plugin "dtle" {
+  config {
+    data_dir        = "/dtle/var/lib/nomad"
+    nats_bind       = "0.0.0.0:8193"
+    nats_advertise  = "dtle-src:8193"
+    consul          = ["consul:8500"]
+    api_addr        = "0.0.0.0:8190"
+    nomad_addr      = "dtle-src:4646"
+    publish_metrics = true
+    stats_collection_interval = 5
+  }
+}

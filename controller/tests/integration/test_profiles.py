@@ -1,0 +1,45 @@
+"""Optional profiles whose images have no Debian stand-in stop `make up` before anything starts,
+naming the images to provide (here no registry is reachable, so this is what users on such a host see)."""
+
+import os
+import subprocess
+
+import pytest
+
+from .conftest import ROOT
+
+PROFILES = {
+    "monitoring": ["prom/prometheus:v3.5.0", "grafana/grafana:12.1.0"],
+    "dtle": ["actiontech/dtle:4.22.11.0", "hashicorp/consul:1.15"],
+    "dm": ["pingcap/dm:v8.5.3", "pingcap/tidb:v8.5.3"],
+}
+
+
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+def test_profile_without_its_images_stops_before_starting_anything(profile):
+    present = [
+        i
+        for i in PROFILES[profile]
+        if subprocess.run(["docker", "image", "inspect", i], capture_output=True).returncode == 0
+    ]
+    if present:
+        pytest.skip(f"{present} present on this engine: the refusal path cannot be exercised")
+    before = subprocess.run(["docker", "ps", "-q"], capture_output=True, text=True).stdout.split()
+    done = subprocess.run(
+        [str(ROOT / "scripts/up")], env={**os.environ, "PROFILE": profile}, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode != 0
+    assert f"profile {profile} needs" in done.stderr, done.stderr[-2000:]
+    for image in PROFILES[profile]:
+        assert image in done.stderr
+    assert subprocess.run(["docker", "ps", "-q"], capture_output=True, text=True).stdout.split() == before, (
+        "nothing was started"
+    )
+
+
+def test_unknown_profile_is_refused():
+    done = subprocess.run(
+        [str(ROOT / "scripts/up")], env={**os.environ, "PROFILE": "oracle"}, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode != 0
+    assert "PROFILE: 'oracle' is not a profile of this lab" in done.stderr
