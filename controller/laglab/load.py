@@ -5,7 +5,9 @@ dashboard's load panel (POST/GET/DELETE /api/load)."""
 from __future__ import annotations
 
 import collections
+import io
 import re
+import tarfile
 import threading
 import time
 from dataclasses import dataclass
@@ -97,6 +99,35 @@ class LoadGenerator:
         s = self.settings
         return sysbench_argv(profile, command, str(s.LAB_USER), str(s.LAB_PASSWORD), str(s.LAB_DATABASE), seconds)
 
+    TLS_DIR = "/tls"
+
+    def ensure_tls_files(self, server: str) -> None:
+        """sysbench 1.0's --mysql-ssl=on reads cacert.pem, client-cert.pem and client-key.pem from its
+        working directory: copy the ones the server generated (MySQL's auto_generate_certs) there."""
+        lab = self.containers.list()
+        db = self.containers.client.containers.get(lab[server].id)
+        out = io.BytesIO()
+        with tarfile.open(fileobj=out, mode="w") as bundle:
+            for name, as_name in (
+                ("ca.pem", "cacert.pem"),
+                ("client-cert.pem", "client-cert.pem"),
+                ("client-key.pem", "client-key.pem"),
+            ):
+                try:
+                    stream, _ = db.get_archive(f"/var/lib/mysql/{name}")
+                except Exception as error:
+                    raise RuntimeError(
+                        f"{server} has no /var/lib/mysql/{name} (TLS needs the server's generated certificates): {error}"
+                    ) from None
+                with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as source:
+                    data = source.extractfile(source.getmembers()[0]).read()
+                info = tarfile.TarInfo(as_name)
+                info.size, info.mode = len(data), 0o600
+                bundle.addfile(info, io.BytesIO(data))
+        loadgen = self.container()
+        loadgen.exec_run(["mkdir", "-p", self.TLS_DIR])
+        loadgen.put_archive(self.TLS_DIR, out.getvalue())
+
     def prepare(self, profile: Profile) -> None:
         """cleanup + prepare the profile's tables (sysbench)."""
         loadgen = self.container()
@@ -113,6 +144,8 @@ class LoadGenerator:
         if self.running:
             raise RuntimeError("a load is already running")
         self.profile, self.seconds, self.started, self.error = profile, seconds, time.time(), None
+        if profile.protocol == "tls":
+            self.ensure_tls_files(profile.target)
         loadgen = self.container()
         argv = self.argv(profile, "run", seconds)
         self._thread = threading.Thread(target=self._follow, args=(loadgen, argv, on_row), name="load", daemon=True)
@@ -120,7 +153,7 @@ class LoadGenerator:
 
     def _follow(self, loadgen, argv, on_row) -> None:
         try:
-            _, stream = loadgen.exec_run(argv, stream=True)
+            _, stream = loadgen.exec_run(argv, stream=True, workdir=self.TLS_DIR if "--mysql-ssl=on" in argv else None)
             buffer = ""
             for chunk in stream:
                 buffer += chunk.decode(errors="replace")
