@@ -41,14 +41,13 @@ def check(source_endpoint, target_endpoint, timeout: float = 30.0) -> dict:
     """Returns {"identical", "gtid": {...}, "tables": [...], "differences": [...]}."""
     started = time.monotonic()
     src = connect(source_endpoint, timeout=5)
-    dst = connect(target_endpoint, timeout=5)
+    dst = connect(target_endpoint, timeout=5, read_timeout=timeout + 30)
     try:
         dialect = server_dialect(src)
         with src.cursor() as cur:
             cur.execute(dialect.executed_gtids)
             gtids = cur.fetchone()["gtids"]
         with dst.cursor() as cur:
-            dst.read_timeout = None
             cur.execute(dialect.wait_for_gtids(), (gtids, max(1, int(timeout))))
             caught_up = bool(cur.fetchone()["done"])
         waited = round(time.monotonic() - started, 3)

@@ -24,14 +24,18 @@ class Endpoint:
     name: str  # the service name, for messages
 
 
-def connect(endpoint: Endpoint, timeout: float = 2.0) -> pymysql.connections.Connection:
+def connect(
+    endpoint: Endpoint, timeout: float = 2.0, read_timeout: float | None = None
+) -> pymysql.connections.Connection:
+    """`timeout` bounds connecting; `read_timeout` (default: max(timeout, 5 s)) bounds each query, so
+    a statement that waits on purpose (WAIT_FOR_EXECUTED_GTID_SET) needs it raised."""
     return pymysql.connect(
         host=endpoint.host,
         port=endpoint.port,
         user=endpoint.user,
         password=endpoint.password,
         connect_timeout=timeout,
-        read_timeout=max(timeout, 5.0),
+        read_timeout=read_timeout or max(timeout, 5.0),
         write_timeout=max(timeout, 5.0),
         autocommit=True,
         cursorclass=pymysql.cursors.DictCursor,

@@ -256,13 +256,12 @@ class ScenarioRun:
         self._wait_caught_up(600)
 
     def _wait_caught_up(self, timeout: float) -> None:
-        src, dst = connect(self.lab.source, timeout=5), connect(self.lab.target, timeout=5)
+        src, dst = connect(self.lab.source, timeout=5), connect(self.lab.target, timeout=5, read_timeout=timeout + 30)
         try:
             dialect = server_dialect(src)
             with src.cursor() as cur:
                 cur.execute(dialect.executed_gtids)
                 gtids = cur.fetchone()["gtids"]
-            dst.read_timeout = None
             with dst.cursor() as cur:
                 cur.execute(dialect.wait_for_gtids(), (gtids, int(timeout)))
                 if not cur.fetchone()["done"]:
