@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 ARGS ?=
 
-PHONY_RUNS := run report
+PHONY_RUNS := run report clean-results
 .PHONY: $(PHONY_RUNS) up down clean test test-unit test-integration lint format consistency lag ps logs bench-startup bench-shaping venv
 
 PROFILE ?=
@@ -46,6 +46,9 @@ run: venv ## run a scenario: make run SCENARIO=scenarios/<name>.yaml [QUICK=1] [
 report: venv ## rebuild plots and report.md of a run from its files: make report RUN=results/<run>
 	@test -n "$(RUN)" || { echo "usage: make report RUN=results/<run>"; exit 2; }
 	cd controller && ../$(PY) -m laglab.scenarios.report $(abspath $(RUN))
+
+clean-results: ## remove the *-live folders of earlier controller starts (runs and benchmarks are kept)
+	@ls -d results/*-live 2>/dev/null | sort | head -n -1 | xargs -r rm -rf
 
 consistency: ## wait for the target to catch up, then compare every lab table
 	@scripts/api GET /api/consistency
