@@ -63,9 +63,11 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
         executor = Executor()
         lab.netem_available = netem_available(executor)
         containers = Containers(str(settings.COMPOSE_PROJECT_NAME))
+        backend = choose_backend(str(settings.SHAPING_BACKEND), lab.netem_available)
         lab.shaping = ShapingManager(
-            containers, executor, backends.UserspaceBackend(), Path(app.config["SHAPING_STATE"])
+            containers, executor, backend, Path(app.config["SHAPING_STATE"]), events=lab.events
         )
+        lab.load = LoadGenerator(containers, settings)
         lab.shaping.start()
         if lab.run is not None:
             lab.counters = Counters(containers, executor, lab.run)

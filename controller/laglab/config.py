@@ -124,7 +124,7 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("SOURCE_PORT", "13306", _int_range(1, 65535), "mysql-source on 127.0.0.1", port=True),
     Variable("TARGET_PORT", "13307", _int_range(1, 65535), "mysql-target on 127.0.0.1", port=True),
     Variable("HEARTBEAT_INTERVAL_MS", "100", _int_range(10, 60000), "heartbeat write/sample period"),
-    Variable("LAG_WINDOW_SECONDS", "300", _int_range(1, 86400), "samples kept in memory for /api/lag"),
+    Variable("LAG_WINDOW_SECONDS", "900", _int_range(1, 86400), "samples kept in memory for /api/lag"),
     Variable("LAB_API_TOKEN", "", _text, "if set, the API requires 'Authorization: Bearer <token>'"),
     Variable(
         "SHAPING_BACKEND",
@@ -132,6 +132,7 @@ VARIABLES: tuple[Variable, ...] = (
         _choice(("auto", "kernel", "userspace")),
         "auto, kernel or userspace",
     ),
+    Variable("CLEAR_SHAPING_ON_EXIT", "1", _choice(("0", "1")), "1: a stopping controller clears its shaping"),
     Variable("EXTRA_CA_BUNDLE", "", _text, "CA bundle for pip inside image builds (TLS proxies)"),
 )
 BY_NAME = {v.name: v for v in VARIABLES}

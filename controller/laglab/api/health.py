@@ -28,6 +28,7 @@ def health():
         else {
             "running": recorder.alive,
             "interval_ms": round(recorder.interval * 1000),
+            "max_window_seconds": round(recorder.samples.maxlen * recorder.interval),
             "samples": len(recorder.samples),
             "heartbeats_written": recorder.writes,
             "latest": latest.as_dict() if latest else None,

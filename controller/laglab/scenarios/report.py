@@ -164,6 +164,8 @@ def render(run: Path) -> Path:
         checks = (
             "; ".join(f"{a['assertion']}: {'pass' if a['passed'] else 'FAIL'}" for a in p.get("assertions", [])) or "-"
         )
+        if p.get("load_error"):
+            checks = f"load failed: {p['load_error']}; {checks}"
         params = ", ".join(f"{k}={val}" for k, val in p["params"].items()) or "-"
         lines.append(
             f"| {p['point']} | {params} | {rtt} | {rate} | {'yes' if v.get('ok') else 'NO'} | {_fmt(p.get('max_lag_seconds'))} | "

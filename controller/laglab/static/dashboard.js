@@ -1,6 +1,6 @@
 // laglab dashboard: plain JavaScript, no libraries, served by the controller (works offline).
 "use strict";
-const WINDOW = 600; // seconds of lag shown
+let WINDOW = 600; // seconds of lag shown (less if the controller keeps less: LAG_WINDOW_SECONDS)
 const state = { points: [], markers: [], lastEpoch: 0, lastEvent: 0 };
 window.laglab = state; // for people poking around, and the browser test
 
@@ -164,6 +164,7 @@ async function pollRuns() {
 async function pollHealth() {
   const h = await api("GET", "/api/health");
   const rec = h.recorder;
+  if (rec && rec.max_window_seconds) WINDOW = Math.min(600, rec.max_window_seconds);
   document.getElementById("status").textContent =
     `recorder ${rec && rec.running ? "running" : "stopped"} (${rec ? rec.interval_ms : "-"} ms), shaping backend ${h.shaping ? h.shaping.backend : "-"}, run folder ${h.run || "-"}`;
 }
@@ -174,6 +175,6 @@ async function refresh() {
 async function tick() {
   try { await pollLag(); await pollEvents(); draw(); } catch (e) { document.getElementById("status").textContent = "controller unreachable: " + e.message; }
 }
-tick(); refresh();
+pollHealth().catch(() => {}).finally(() => { tick(); refresh(); });
 setInterval(tick, 1000);
 setInterval(refresh, 3000);

@@ -100,3 +100,18 @@ def test_unknown_and_unshapeable_services(tmp_path):
     with pytest.raises(ShapingError) as caught:
         m.put("controller", parse_request({"delay": "1ms"}))
     assert caught.value.status == 409
+
+
+def test_changes_are_recorded_as_events(tmp_path):
+    from laglab.events import Events
+
+    events = Events()
+    m = ShapingManager(
+        FakeContainers(LAB), Executor(dry_run=True), backends.UserspaceBackend(), tmp_path / "s.json", events=events
+    )
+    m.put("mysql-source", parse_request({"delay": "40ms", "peer": "mysql-target"}))
+    m.clear()
+    assert [(e["kind"], e["text"]) for e in events.since(0)] == [
+        ("shaping", "mysql-source -> mysql-target: delay 40ms"),
+        ("shaping", "all shaping cleared"),
+    ]
