@@ -52,7 +52,10 @@ function draw() {
     const v = top * i / 4; g.beginPath(); g.moveTo(L, y(v)); g.lineTo(W - R, y(v)); g.stroke();
     g.fillText(v < 1 ? `${(v * 1000).toFixed(0)} ms` : `${v.toFixed(2)} s`, 2, y(v) + 4);
   }
-  for (let m = 0; m <= 10; m += 2) g.fillText(`-${10 - m} min`, x(start + m * 60) - 14, H - 8);
+  for (let k = 0; k <= 5; k++) {
+    const ago = WINDOW * (1 - k / 5);
+    g.fillText(ago >= 60 ? `-${(ago / 60).toFixed(ago % 60 ? 1 : 0)} min` : `-${ago.toFixed(0)} s`, x(end - ago) - 14, H - 8);
+  }
   const styles = { shaping: ["#b35c00", [6, 3], "S"], run: ["#6a3d9a", [2, 3], "R"], load: ["#2e7d32", [6, 3], "L"] };
   for (const mk of state.markers) {
     if (mk.epoch < start) continue;
@@ -165,6 +168,7 @@ async function pollHealth() {
   const h = await api("GET", "/api/health");
   const rec = h.recorder;
   if (rec && rec.max_window_seconds) WINDOW = Math.min(600, rec.max_window_seconds);
+  document.getElementById("lag-title").firstChild.textContent = `Replication lag, last ${WINDOW >= 120 ? WINDOW / 60 + " minutes" : WINDOW + " s"} `;
   document.getElementById("status").textContent =
     `recorder ${rec && rec.running ? "running" : "stopped"} (${rec ? rec.interval_ms : "-"} ms), shaping backend ${h.shaping ? h.shaping.backend : "-"}, run folder ${h.run || "-"}`;
 }
