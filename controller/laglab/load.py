@@ -42,6 +42,25 @@ def parse_sysbench_line(line: str) -> dict | None:
     }
 
 
+_SLAP_RE = re.compile(r"Average number of seconds to run all queries:\s*([\d.]+)")
+
+
+def mysqlslap_argv(
+    host: str, user: str, password: str, database: str, concurrency: int, queries: int, query: str
+) -> list[str]:
+    """One mysqlslap iteration: `queries` executions of `query` split over `concurrency` clients."""
+    return [
+        "mysqlslap", f"--host={host}", f"--user={user}", f"--password={password}", f"--create-schema={database}",
+        f"--concurrency={concurrency}", f"--number-of-queries={queries}", f"--query={query}", "--iterations=1",
+    ]  # fmt: skip
+
+
+def parse_mysqlslap(output: str) -> float | None:
+    """Seconds mysqlslap took to run all queries, from its summary."""
+    match = _SLAP_RE.search(output)
+    return float(match.group(1)) if match else None
+
+
 @dataclass(frozen=True)
 class Profile:
     script: str = "oltp_write_only"
@@ -170,6 +189,34 @@ class LoadGenerator:
                         self.error = line.strip()[:300]
         except Exception as error:
             self.error = f"{type(error).__name__}: {error}"
+
+    def mysqlslap(self, target: str, concurrency: int, queries: int, query: str, setup: str | None = None) -> dict:
+        """Runs mysqlslap to completion in loadgen; returns seconds, queries per second, or the error."""
+        s = self.settings
+        loadgen = self.container()
+        if setup:
+            code, out = loadgen.exec_run(
+                [
+                    "mysql",
+                    f"--host={target}",
+                    f"--user={s.LAB_USER}",
+                    f"--password={s.LAB_PASSWORD}",
+                    str(s.LAB_DATABASE),
+                    "-e",
+                    setup,
+                ]
+            )
+            if code != 0:
+                return {"error": out.decode(errors="replace").strip()[-300:]}
+        argv = mysqlslap_argv(
+            target, str(s.LAB_USER), str(s.LAB_PASSWORD), str(s.LAB_DATABASE), concurrency, queries, query
+        )
+        code, out = loadgen.exec_run(argv)
+        text = out.decode(errors="replace")
+        seconds = parse_mysqlslap(text)
+        if code != 0 or seconds is None:
+            return {"error": text.strip()[-300:] or f"mysqlslap exit {code}"}
+        return {"seconds": seconds, "qps": round(queries / seconds, 2) if seconds else None}
 
     def wait(self, timeout: float | None = None) -> None:
         if self._thread:

@@ -356,6 +356,9 @@ class ScenarioRun:
         if point.scenario.load.tool == "none":
             time.sleep(seconds)
             return
+        if point.scenario.load.tool == "mysqlslap":
+            self._mysqlslap(point, rows)
+            return
 
         def keep(row: dict) -> None:
             row = {"point": point.index + 1, **row}
@@ -364,6 +367,20 @@ class ScenarioRun:
 
         self.load.start(self._profile(point), seconds, on_row=keep)
         self.load.wait()
+
+    def _mysqlslap(self, point: Point, rows: list[dict]) -> None:
+        """mysqlslap runs its queries once; the point's load row is its throughput, `seconds` its time."""
+        load = point.scenario.load
+        self.load.error = None
+        result = self.load.mysqlslap(load.target, load.threads, load.queries, load.query, load.setup)
+        if "error" in result:
+            self.load.error = result["error"]
+            return
+        now = time.time()
+        row = {"point": point.index + 1, "time": iso(now), "epoch": round(now, 3), "elapsed_s": result["seconds"],
+               "threads": load.threads, "tps": result["qps"], "qps": result["qps"]}  # fmt: skip
+        rows.append(row)
+        self._load_series.append(row)
 
     def _binlog_bytes(self) -> int:
         conn = connect(self.lab.source, timeout=5)
@@ -387,7 +404,7 @@ class ScenarioRun:
             self._link_series.append({"point": point.index + 1, **r})
         link_mbit = _link_mbit(links, s.link.between[0], s.link.between[1], start, end)
         reverse_mbit = _link_mbit(links, s.link.between[1], s.link.between[0], start, end)
-        window = [r for r in load_rows if r["epoch"] >= start]
+        window = load_rows if s.load.tool == "mysqlslap" else [r for r in load_rows if r["epoch"] >= start]
         result = {
             "point": point.index + 1,
             "params": point.params,
@@ -407,6 +424,7 @@ class ScenarioRun:
             "p95_lag_seconds": round(percentile(lags, 95), 3) if lags else None,
             "lag_slope": None if len(measured) < 2 else round(slope([(x.epoch, x.lag_seconds) for x in measured]), 5),
             "tps": round(statistics.fmean(r["tps"] for r in window), 2) if window else None,
+            "load_seconds": window[-1]["elapsed_s"] if window and s.load.tool == "mysqlslap" else None,
             "qps": round(statistics.fmean(r["qps"] for r in window), 2) if window else None,
             "link_mbit": link_mbit,
             "reverse_link_mbit": reverse_mbit,

@@ -123,13 +123,17 @@ class Link(_Model):
 
 
 class Load(_Model):
-    tool: Literal["sysbench", "none"] = "sysbench"
+    tool: Literal["sysbench", "mysqlslap", "none"] = "sysbench"
     script: Literal[SCRIPTS] = "oltp_write_only"  # type: ignore[valid-type]
     threads: int = Field(4, ge=1, le=1024)
     rate: int = Field(0, ge=0, le=1_000_000, description="transactions per second (sysbench --rate); 0 = unlimited")
     duration: str = "60s"
     target: str = "mysql-source"
     protocol: Literal["plain", "compressed", "tls"] = "plain"  # sysbench --mysql-compression / --mysql-ssl
+    # mysqlslap: `threads` is --concurrency; it runs `queries` of `query` once (duration is not used).
+    query: str = "INSERT INTO laglab_slap (c) VALUES ('abcde')"
+    queries: int = Field(500, ge=1, le=10_000_000)
+    setup: str = "CREATE TABLE IF NOT EXISTS laglab_slap (id BIGINT AUTO_INCREMENT PRIMARY KEY, c CHAR(5))"
 
     @field_validator("duration", mode="before")
     @classmethod

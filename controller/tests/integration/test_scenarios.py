@@ -59,3 +59,26 @@ def test_client_bandwidth_quick():
     # Under the lower cap, the responses to the client fill the link.
     assert lower["reverse_link_mbit"] > 80
     assert "100mbit" in (folder / "report.md").read_text()
+
+
+def test_mysqlslap_point_under_delay(tmp_path):
+    """mysqlslap as a scenario's load: 200 single-row inserts, 4 clients, 40 ms RTT to the source."""
+    scenario = tmp_path / "slap.yaml"
+    scenario.write_text(
+        "name: slap-check\nlink: {between: [loadgen, mysql-source], rtt: 40ms}\n"
+        "load: {tool: mysqlslap, threads: 4, queries: 200}\nwarmup: 0s\n"
+    )
+    done = subprocess.run(
+        [str(ROOT / ".venv/bin/python"), str(ROOT / "scripts/run"), str(scenario)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    folder = ROOT / re.search(r"-> (results/\S+)", done.stdout).group(1)
+    (point,) = json.loads((folder / "summary.json").read_text())["points"]
+    assert point["load_error"] is None
+    # 200 inserts over 4 clients = 50 round trips each of >= 40 ms (autocommit: one per insert).
+    assert point["load_seconds"] >= 50 * 0.040 * 0.9, point
+    assert 0 < point["qps"] <= 200 / (50 * 0.040 * 0.9)

@@ -117,3 +117,18 @@ def test_highest_sustained_rate_per_group():
     }  # fmt: skip
     best = {row["group"]: row["point"]["params"]["load.rate"] for row in report.sustained(summary)}
     assert best == {"replicator.compression=uncompressed": 100, "replicator.compression=zstd": 200}
+
+
+def test_mysqlslap_load():
+    from laglab.load import mysqlslap_argv, parse_mysqlslap
+
+    plan = load_text("name: x\nload: {tool: mysqlslap, threads: 8, queries: 500}\nwarmup: 0s\n")
+    load = plan.scenario.load
+    assert (load.tool, load.threads, load.queries) == ("mysqlslap", 8, 500)
+    assert mysqlslap_argv("mysql-source", "lab", "pw", "lab", 8, 500, "SELECT 1") == [
+        "mysqlslap", "--host=mysql-source", "--user=lab", "--password=pw", "--create-schema=lab",
+        "--concurrency=8", "--number-of-queries=500", "--query=SELECT 1", "--iterations=1",
+    ]  # fmt: skip
+    summary = "Benchmark\n\tAverage number of seconds to run all queries: 0.421 seconds\n\tMinimum number of seconds to run all queries: 0.421 seconds\n"
+    assert parse_mysqlslap(summary) == 0.421
+    assert parse_mysqlslap("mysqlslap: Error when connecting") is None
