@@ -98,6 +98,26 @@ def _text(name: str, value: str) -> str:
     return value
 
 
+def _uuid(name: str, value: str) -> str:
+    if not re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", value):
+        raise ConfigError(name, f"{value!r} is not a lower-case UUID")
+    return value
+
+
+def _iso_duration(name: str, value: str) -> str:
+    # Galera's evs.* timeouts: ISO 8601 durations such as PT5S, PT1M30S, PT0.5S.
+    if not re.fullmatch(r"PT(?=\d)(\d+H)?(\d+M)?(\d+(\.\d+)?S)?", value):
+        raise ConfigError(name, f"{value!r} is not an ISO 8601 duration like PT5S or PT1M30S")
+    return value
+
+
+def _segments(name: str, value: str) -> str:
+    parts = value.split(",")
+    if len(parts) != 3 or not all(p.strip().isdigit() and int(p) <= 255 for p in parts):
+        raise ConfigError(name, f"{value!r} must be three segment numbers 0..255, one per node, e.g. 0,0,1")
+    return ",".join(p.strip() for p in parts)
+
+
 @dataclass(frozen=True)
 class Variable:
     name: str
@@ -105,6 +125,7 @@ class Variable:
     parse: Callable[[str, str], object]
     doc: str
     port: bool = False
+    profile: str | None = None  # published only when this profile runs
 
 
 VARIABLES: tuple[Variable, ...] = (
@@ -134,6 +155,40 @@ VARIABLES: tuple[Variable, ...] = (
     ),
     Variable("CLEAR_SHAPING_ON_EXIT", "1", _choice(("0", "1")), "1: a stopping controller clears its shaping"),
     Variable("EXTRA_CA_BUNDLE", "", _text, "CA bundle for pip inside image builds (TLS proxies)"),
+    # Profiles (make up PROFILE=...): semi-sync, group-replication, galera.
+    Variable("SEMI_SYNC_TIMEOUT_MS", "10000", _int_range(1, 3_600_000), "semi-sync: wait for an ack this long"),
+    Variable("GR_GROUP_NAME", "6f1a4c2e-6d1b-4b8e-9d1e-1a2b3c4d5e6f", _uuid, "group_replication_group_name"),
+    Variable("GR_EXPEL_TIMEOUT", "5", _int_range(0, 3600), "group_replication_member_expel_timeout (s)"),
+    Variable("GR_UNREACHABLE_MAJORITY_TIMEOUT", "0", _int_range(0, 31_536_000), "..._unreachable_majority_timeout (s)"),
+    Variable("GR_AUTOREJOIN_TRIES", "3", _int_range(0, 2016), "group_replication_autorejoin_tries"),
+    Variable(
+        "GR_CONSISTENCY",
+        "EVENTUAL",
+        _choice(("EVENTUAL", "BEFORE_ON_PRIMARY_FAILOVER", "BEFORE", "AFTER", "BEFORE_AND_AFTER")),
+        "group_replication_consistency",
+    ),
+    Variable(
+        "GR_NODE1_PORT", "13311", _int_range(1, 65535), "gr-node1 on 127.0.0.1", port=True, profile="group-replication"
+    ),
+    Variable(
+        "GR_NODE2_PORT", "13312", _int_range(1, 65535), "gr-node2 on 127.0.0.1", port=True, profile="group-replication"
+    ),
+    Variable(
+        "GR_NODE3_PORT", "13313", _int_range(1, 65535), "gr-node3 on 127.0.0.1", port=True, profile="group-replication"
+    ),
+    Variable("GALERA_SUSPECT_TIMEOUT", "PT5S", _iso_duration, "evs.suspect_timeout (ISO 8601)"),
+    Variable("GALERA_INACTIVE_TIMEOUT", "PT15S", _iso_duration, "evs.inactive_timeout (ISO 8601)"),
+    Variable("GALERA_SEGMENTS", "0,0,0", _segments, "gmcast.segment of galera-node1,2,3"),
+    Variable("GALERA_SST_METHOD", "rsync", _choice(("rsync", "mariabackup")), "wsrep_sst_method"),
+    Variable(
+        "GALERA_NODE1_PORT", "13321", _int_range(1, 65535), "galera-node1 on 127.0.0.1", port=True, profile="galera"
+    ),
+    Variable(
+        "GALERA_NODE2_PORT", "13322", _int_range(1, 65535), "galera-node2 on 127.0.0.1", port=True, profile="galera"
+    ),
+    Variable(
+        "GALERA_NODE3_PORT", "13323", _int_range(1, 65535), "galera-node3 on 127.0.0.1", port=True, profile="galera"
+    ),
 )
 BY_NAME = {v.name: v for v in VARIABLES}
 
@@ -191,12 +246,12 @@ def load(environ: Mapping[str, str], env_file: Mapping[str, str] | None = None) 
     return Settings(values)
 
 
-def port_conflicts(settings: Settings, own_ports: set[int]) -> list[ConfigError]:
-    """Ports the lab publishes that another program already holds."""
+def port_conflicts(settings: Settings, own_ports: set[int], profiles: tuple[str, ...] = ()) -> list[ConfigError]:
+    """Ports the lab publishes (with these profiles) that another program already holds."""
     errors = []
     seen: dict[int, str] = {}
     for var in VARIABLES:
-        if not var.port:
+        if not var.port or (var.profile and var.profile not in profiles):
             continue
         port = int(settings.values[var.name])  # type: ignore[arg-type]
         if port in seen:
@@ -234,6 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("command", choices=["check"], help="validate and print shell assignments")
     parser.add_argument("--env-file", type=Path, default=Path(".env"))
     parser.add_argument("--ports", action="store_true", help="also check that published ports are free")
+    parser.add_argument("--profiles", default="", help="comma-separated profiles whose ports count too")
     args = parser.parse_args(argv)
     import os
 
@@ -241,7 +297,13 @@ def main(argv: list[str] | None = None) -> int:
         file_values = read_env_file(args.env_file) if args.env_file.exists() else {}
         settings = load(os.environ, file_values)
         errors = (
-            port_conflicts(settings, _own_ports(str(settings.values["COMPOSE_PROJECT_NAME"]))) if args.ports else []
+            port_conflicts(
+                settings,
+                _own_ports(str(settings.values["COMPOSE_PROJECT_NAME"])),
+                tuple(p for p in args.profiles.split(",") if p),
+            )
+            if args.ports
+            else []
         )
     except ConfigError as error:
         errors = [error]

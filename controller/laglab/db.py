@@ -87,6 +87,15 @@ class Dialect:
             f"SOURCE_ZSTD_COMPRESSION_LEVEL={int(zstd_level)}, SOURCE_SSL={1 if ssl else 0}"
         )
 
+    def semi_sync_names(self, role: str) -> tuple[str | None, str | None, str]:
+        """(plugin, library, variable prefix) of semi-sync for role 'source' or 'replica'.
+        MySQL 8.0.26+ loads semisync_source.so / semisync_replica.so; MariaDB 10.3+ has it built in."""
+        if role not in ("source", "replica"):
+            raise ValueError(f"role {role!r} is not source or replica")
+        if self.is_mariadb:
+            return None, None, "rpl_semi_sync_master" if role == "source" else "rpl_semi_sync_slave"
+        return f"rpl_semi_sync_{role}", f"semisync_{role}.so", f"rpl_semi_sync_{role}"
+
     start_replica = "START REPLICA"
     stop_replica = "STOP REPLICA"
     replica_status = "SHOW REPLICA STATUS"

@@ -32,6 +32,34 @@ LAG_SAMPLE = {
 }
 
 
+CLUSTER = {
+    "type": "object",
+    "properties": {
+        "cluster": {"type": "string"},
+        "formed": {"type": "boolean"},
+        "nodes": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "service": {"type": "string"},
+                    "reachable": {"type": "boolean"},
+                    "ok": {"type": "boolean"},
+                    "state": {
+                        "type": ["string", "null"],
+                        "description": "GR MEMBER_STATE or wsrep_local_state_comment",
+                    },
+                    "role": {"type": ["string", "null"], "description": "GR: PRIMARY or SECONDARY"},
+                    "cluster_size": {"type": "integer", "description": "Galera: wsrep_cluster_size"},
+                    "component": {"type": "string", "description": "Galera: wsrep_cluster_status"},
+                    "error": {"type": "string"},
+                },
+            },
+        },
+    },
+}
+
+
 def _get(summary: str, params: list | None = None, ok: dict | None = None, errors=(400, 401, 503)) -> dict:
     responses = {"200": {"description": "ok", "content": {"application/json": {"schema": ok or {"type": "object"}}}}}
     responses.update({str(code): ERROR for code in errors})
@@ -90,6 +118,24 @@ PATHS = {
         },
     ),
     "/api/openapi.json": _get("This document", errors=()),
+    "/api/clusters": _get(
+        "State of the group-replication and galera clusters (null: that profile is not running)",
+        ok={"type": "object", "properties": {"clusters": {"type": "object"}}},
+        errors=(401,),
+    ),
+    "/api/clusters/{name}": _get(
+        "One cluster's nodes: state, role (GR) or cluster size (Galera); formed when all three are members",
+        [
+            {
+                "name": "name",
+                "in": "path",
+                "required": True,
+                "schema": {"type": "string", "enum": ["group-replication", "galera"]},
+            }
+        ],
+        CLUSTER,
+        errors=(401, 404, 409),
+    ),
     "/api/shaping": {
         **_get("Shaping of every service: desired and as read back from the kernel", errors=(401, 503)),
         "delete": {

@@ -104,6 +104,71 @@ def wait_running(conn, seconds: float) -> dict:
         time.sleep(0.5)
 
 
+def _plugin_active(conn, plugin: str) -> bool:
+    with conn.cursor() as cur:
+        cur.execute("SELECT PLUGIN_STATUS AS s FROM information_schema.PLUGINS WHERE PLUGIN_NAME = %s", (plugin,))
+        row = cur.fetchone()
+        return bool(row) and row["s"] == "ACTIVE"
+
+
+def semi_sync_statements(dialect: Dialect, role: str, enabled: bool, timeout_ms: int, installed: bool) -> list[str]:
+    """What turns semi-sync on or off on one server (the replica's IO thread restarts to take it)."""
+    plugin, library, prefix = dialect.semi_sync_names(role)
+    out = []
+    if enabled and plugin and not installed:
+        out.append(f"INSTALL PLUGIN {plugin} SONAME '{library}'")
+    if not enabled and plugin and not installed:
+        return []  # never installed: nothing is on
+    out.append(f"SET GLOBAL {prefix}_enabled = {1 if enabled else 0}")
+    if role == "source" and enabled:
+        out.append(f"SET GLOBAL {prefix}_timeout = {int(timeout_ms)}")
+    if role == "replica":
+        io = "SLAVE IO_THREAD" if dialect.is_mariadb else "REPLICA IO_THREAD"
+        out += [f"STOP {io}", f"START {io}"]
+    return out
+
+
+def set_semi_sync(source: Endpoint, target: Endpoint, enabled: bool, timeout_ms: int) -> dict:
+    """Semi-sync on or off on both servers; returns the source's view afterwards."""
+    src, dst = connect(source, timeout=5), connect(target, timeout=5, read_timeout=60)
+    try:
+        dialect = server_dialect(src)
+        for conn, role in ((src, "source"), (dst, "replica")):
+            plugin = dialect.semi_sync_names(role)[0]
+            installed = plugin is None or _plugin_active(conn, plugin)
+            with conn.cursor() as cur:
+                for sql in semi_sync_statements(dialect, role, enabled, timeout_ms, installed):
+                    cur.execute(sql)
+        return semi_sync_state(src, dialect, wait_for_clients=enabled)
+    finally:
+        src.close()
+        dst.close()
+
+
+def semi_sync_state(src, dialect: Dialect, wait_for_clients: bool = False) -> dict:
+    """The source's semi-sync status: enabled, active (status ON) and connected semi-sync replicas."""
+    plugin, _, prefix = dialect.semi_sync_names("source")
+    if plugin and not _plugin_active(src, plugin):
+        return {"enabled": False, "active": False, "clients": 0, "timeout_ms": None}
+    status = prefix.capitalize()
+    deadline = time.monotonic() + (30 if wait_for_clients else 0)
+    while True:
+        with src.cursor() as cur:
+            cur.execute(f"SELECT @@GLOBAL.{prefix}_enabled AS enabled, @@GLOBAL.{prefix}_timeout AS timeout_ms")
+            row = cur.fetchone()
+            cur.execute("SHOW GLOBAL STATUS WHERE Variable_name IN (%s, %s)", (f"{status}_status", f"{status}_clients"))
+            values = {r["Variable_name"]: r["Value"] for r in cur.fetchall()}
+        state = {
+            "enabled": bool(int(row["enabled"])),
+            "active": values.get(f"{status}_status") == "ON",
+            "clients": int(values.get(f"{status}_clients") or 0),
+            "timeout_ms": int(row["timeout_ms"]),
+        }
+        if state["clients"] or time.monotonic() > deadline:
+            return state
+        time.sleep(0.2)
+
+
 def setup(settings: config.Settings, environ) -> None:
     source, target = lab_endpoints(settings, environ)
     src = wait_for(source, 180)
@@ -119,14 +184,26 @@ def setup(settings: config.Settings, environ) -> None:
     action = configure_target(dst, dialect, inside, str(settings.REPL_USER), str(settings.REPL_PASSWORD))
     wait_running(dst, 60)
     log(f"replica {action}; IO and SQL threads running")
+    # Asynchronous unless the semi-sync profile's job turns semi-sync on after this one.
+    if set_semi_sync(source, target, False, int(settings.SEMI_SYNC_TIMEOUT_MS))["enabled"] is False:
+        log("semi-sync off")
 
 
 def main(argv: list[str]) -> int:
-    if argv[1:] != ["setup"]:
-        print("usage: python -m laglab.replication setup", file=sys.stderr)
+    if argv[1:] not in (["setup"], ["semi-sync", "on"], ["semi-sync", "off"]):
+        print("usage: python -m laglab.replication setup | semi-sync on|off", file=sys.stderr)
         return 2
     try:
-        setup(config.load(os.environ), os.environ)
+        settings = config.load(os.environ)
+        if argv[1] == "setup":
+            setup(settings, os.environ)
+        else:
+            source, target = lab_endpoints(settings, os.environ)
+            state = set_semi_sync(source, target, argv[2] == "on", int(settings.SEMI_SYNC_TIMEOUT_MS))
+            log(f"semi-sync {argv[2]}: {state}")
+            if argv[2] == "on" and not (state["active"] and state["clients"]):
+                log("error: the source reports no semi-sync replica connected")
+                return 1
     except (RuntimeError, pymysql.MySQLError, config.ConfigError) as error:
         log(f"error: {error}")
         return 1

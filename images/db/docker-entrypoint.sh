@@ -60,7 +60,10 @@ if [ ! -d "$DATADIR/mysql" ]; then
   fi
 
   log "starting a temporary server"
-  "$@" --skip-networking --socket="$SOCKET" &
+  temp=(--skip-networking --socket="$SOCKET")
+  # A Galera node's temporary server must not join its cluster (the official image does the same).
+  [ "$FLAVOR" = mariadb ] && temp+=(--wsrep_on=OFF)
+  "$@" "${temp[@]}" &
   pid=$!
   for _ in $(seq 60); do
     "$ADMIN" --socket="$SOCKET" -uroot ping >/dev/null 2>&1 && break

@@ -97,6 +97,66 @@ def sweep_plot(run: Path, summary: dict) -> str | None:
     return "sweep.png"
 
 
+def cluster_tables(summary: dict) -> dict[str, dict]:
+    """Per cluster type: {"threads": [...], "delays": [...], "seconds": {(threads, delay_ms): s}}."""
+    out: dict[str, dict] = {}
+    for p in summary.get("points", []):
+        c = p.get("cluster")
+        if not c:
+            continue
+        table = out.setdefault(c["kind"], {"threads": [], "delays": [], "seconds": {}})
+        threads, delay = p["load"]["threads"], c["delay_ms"]
+        if threads not in table["threads"]:
+            table["threads"].append(threads)
+        if delay not in table["delays"]:
+            table["delays"].append(delay)
+        table["seconds"][(threads, delay)] = p.get("load_seconds")
+    for table in out.values():
+        table["threads"].sort()
+        table["delays"].sort()
+    return out
+
+
+def cluster_plot(run: Path, summary: dict) -> str | None:
+    tables = cluster_tables(summary)
+    if not tables:
+        return None
+    fig, axes = plt.subplots(1, len(tables), figsize=(5.5 * len(tables), 4), squeeze=False)
+    for ax, (kind, table) in zip(axes[0], tables.items(), strict=True):
+        for delay, marker in zip(table["delays"], "osd^v<>", strict=False):
+            ys = [table["seconds"].get((t, delay)) for t in table["threads"]]
+            ys = [y if y is not None else float("nan") for y in ys]
+            ax.plot(table["threads"], ys, marker=marker, label=f"+{delay:g} ms on one node")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(table["threads"], [str(t) for t in table["threads"]])
+        ax.set_xlabel("mysqlslap concurrency")
+        ax.set_ylabel("seconds for the run")
+        ax.set_title(kind)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"{summary.get('scenario')}: time per run vs concurrency, one node delayed")
+    fig.tight_layout()
+    fig.savefig(run / "cluster.png", dpi=110)
+    plt.close(fig)
+    return "cluster.png"
+
+
+def cluster_lines(summary: dict) -> list[str]:
+    lines = []
+    for kind, table in cluster_tables(summary).items():
+        lines += [
+            "",
+            f"## {kind}: seconds per run (rows: concurrency; columns: extra delay on one node)",
+            "",
+            "| threads | " + " | ".join(f"+{d:g} ms" for d in table["delays"]) + " |",
+            "|---" * (len(table["delays"]) + 1) + "|",
+        ]
+        for t in table["threads"]:
+            cells = [_fmt(table["seconds"].get((t, d)), 2) for d in table["delays"]]
+            lines.append(f"| {t} | " + " | ".join(cells) + " |")
+    return lines
+
+
 SUSTAINED_SLOPE = 0.01  # s of lag per s: above it the replica falls behind for good
 
 
@@ -126,7 +186,9 @@ def render(run: Path) -> Path:
     run = Path(run)
     summary = json.loads((run / "summary.json").read_text())
     environment = json.loads((run / "environment.json").read_text()) if (run / "environment.json").exists() else {}
-    plots = [p for p in (sweep_plot(run, summary), lag_plot(run, summary)) if p]
+    clustered = any(p.get("cluster") for p in summary.get("points", []))
+    makers = (cluster_plot,) if clustered else (sweep_plot, lag_plot)
+    plots = [p for p in (make(run, summary) for make in makers) if p]
     lines = [
         f"# {summary['scenario']} - {summary['status']}",
         "",
@@ -172,6 +234,7 @@ def render(run: Path) -> Path:
             f"{_fmt(p.get('p95_lag_seconds'))} | {_fmt(p.get('lag_slope'), 4)} | {_fmt(p.get('tps'), 1)} | {_fmt(p.get('qps'), 1)} | "
             f"{_fmt(p.get('link_mbit'))} / {_fmt(p.get('reverse_link_mbit'))} | {_fmt(p.get('binlog_mbit'))} | {checks} |"
         )
+    lines += cluster_lines(summary)
     best = sustained(summary)
     if best:
         lines += [
@@ -194,6 +257,8 @@ def render(run: Path) -> Path:
     lines += ["", "## Consistency", ""]
     if consistency is None:
         lines.append("Not checked (the run did not reach it).")
+    elif consistency["identical"] and consistency.get("clusters"):
+        lines.append("Identical: every lab table has the same checksum on all three nodes of each cluster.")
     elif consistency["identical"]:
         lines.append(
             "Identical: the target executed the source's GTID set and every lab table matches (count + checksum)."

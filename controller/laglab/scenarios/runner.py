@@ -19,7 +19,7 @@ import traceback
 
 import yaml
 
-from .. import consistency
+from .. import clusters, consistency
 from ..db import connect, server_dialect
 from ..load import LoadGenerator, Profile
 from ..results import Run, iso
@@ -136,7 +136,8 @@ class ScenarioRun:
         try:
             self.run.write_json("environment.json", self._environment())
             self._check("preparing data")
-            self._prepare_data(self.plan.points[0])
+            if self.plan.scenario.cluster is None:
+                self._prepare_data(self.plan.points[0])
             for point in self.plan.points:
                 self.point_index = point.index
                 if self.lab.events is not None:
@@ -144,10 +145,14 @@ class ScenarioRun:
                         "run",
                         f"{self.plan.scenario.name} point {point.index + 1}/{len(self.plan.points)}: {describe_point(point)}",
                     )
-                self.summary.append(self._run_point(point))
+                run_point = self._run_cluster_point if point.scenario.cluster else self._run_point
+                self.summary.append(run_point(point))
                 self.run.write_json("summary.json", self._summary_doc(consistency_report))
             self._check("consistency check")
-            consistency_report = consistency.check(self.lab.source, self.lab.target, timeout=120)
+            if self.plan.scenario.cluster is None:
+                consistency_report = consistency.check(self.lab.source, self.lab.target, timeout=120)
+            else:
+                consistency_report = self._cluster_consistency()
             self.status = "completed"
         except Interrupted as error:
             self.status, self.reason = "interrupted", str(error)
@@ -193,7 +198,11 @@ class ScenarioRun:
             "points": self.summary,
             "consistency": None
             if consistency_report is None
-            else {k: consistency_report[k] for k in ("identical", "differences", "gtid")},
+            else {
+                k: consistency_report[k]
+                for k in ("identical", "differences", "gtid", "clusters")
+                if k in consistency_report
+            },
         }
 
     def _environment(self) -> dict:
@@ -333,22 +342,29 @@ class ScenarioRun:
 
     def _verify(self, point: Point) -> dict:
         s = point.scenario
+        a, b = s.link.between
+        return self._verify_pair(a, b, s.link.rtt_seconds * 1000, s.verify, s.link.rate_bits)
+
+    def _verify_pair(self, a_name: str, b_name: str, asked_ms: float, tolerances, rate_bits: float | None) -> dict:
+        """RTT (and throughput when a rate is set) from a to b, measured from inside the lab."""
         lab = self.lab.shaping.containers.list()
-        a, b = (lab[name] for name in s.link.between)
+        missing = [name for name in (a_name, b_name) if name not in lab or not lab[name].running]
+        if missing:
+            raise RuntimeError(f"{', '.join(missing)} not running (is its profile up? make up PROFILE=...)")
+        a, b = lab[a_name], lab[b_name]
         executor = self.lab.shaping.executor
         rtt = verify.measure_rtt(executor, a.pid, b.ip, 20)
-        asked_ms = s.link.rtt_seconds * 1000
-        tolerance = max(s.verify.rtt_tolerance_ms, asked_ms * s.verify.rtt_tolerance_pct / 100)
+        tolerance = max(tolerances.rtt_tolerance_ms, asked_ms * tolerances.rtt_tolerance_pct / 100)
         result = {
             "rtt_asked_ms": asked_ms,
             "rtt": rtt,
             "rtt_ok": rtt.get("median_ms") is not None and abs(rtt["median_ms"] - asked_ms) <= tolerance,
         }
-        if s.link.rate:
-            mbit = s.link.rate_bits / 1e6
-            got = verify.measure_throughput(executor, a.pid, b.pid, b.ip, s.verify.throughput_seconds, reverse=False)
+        if rate_bits:
+            mbit = rate_bits / 1e6
+            got = verify.measure_throughput(executor, a.pid, b.pid, b.ip, tolerances.throughput_seconds, reverse=False)
             result.update({"rate_asked_mbit": mbit, "throughput_mbit": got})
-            result["rate_ok"] = got is not None and abs(got - mbit) <= mbit * s.verify.rate_tolerance_pct / 100
+            result["rate_ok"] = got is not None and abs(got - mbit) <= mbit * tolerances.rate_tolerance_pct / 100
         result["ok"] = result["rtt_ok"] and result.get("rate_ok", True)
         return result
 
@@ -368,11 +384,11 @@ class ScenarioRun:
         self.load.start(self._profile(point), seconds, on_row=keep)
         self.load.wait()
 
-    def _mysqlslap(self, point: Point, rows: list[dict]) -> None:
+    def _mysqlslap(self, point: Point, rows: list[dict], target: str | None = None) -> None:
         """mysqlslap runs its queries once; the point's load row is its throughput, `seconds` its time."""
         load = point.scenario.load
         self.load.error = None
-        result = self.load.mysqlslap(load.target, load.threads, load.queries, load.query, load.setup)
+        result = self.load.mysqlslap(target or load.target, load.threads, load.queries, load.query, load.setup)
         if "error" in result:
             self.load.error = result["error"]
             return
@@ -435,8 +451,80 @@ class ScenarioRun:
         result["passed"] = all(x["passed"] for x in result["assertions"]) and verification["ok"] and not self.load.error
         return result
 
+    # --- three-node clusters (group-replication, galera profiles) ---
+    def _cluster_nodes(self, point: Point) -> tuple[clusters.Kind, list]:
+        kind = clusters.kind_of(point.scenario.replicator.kind)
+        return kind, clusters.endpoints(kind, self.lab.settings)
+
+    def _run_cluster_point(self, point: Point) -> dict:
+        """mysqlslap on the write node while the delayed node's every packet out waits `cluster.delay`."""
+        s = point.scenario
+        kind, nodes = self._cluster_nodes(point)
+        writer, delayed = nodes[s.cluster.write_node - 1], nodes[s.cluster.delayed_node - 1]
+        shaping = self.lab.shaping
+        self._check("clearing shaping")
+        shaping.clear()
+        self._check(f"waiting for {kind.name} to have all three members")
+        try:
+            clusters.wait_formed(kind, nodes, 180)
+        except clusters.ClusterError as error:
+            raise RuntimeError(f"{error}; start it with: make up PROFILE={kind.name}") from None
+        if kind.name == "group-replication" and clusters.primary(kind, nodes) != writer:
+            raise RuntimeError(f"{writer.name} is not the group's primary: cluster.write_node must name the primary")
+        if s.cluster.delay_seconds:
+            self._check("applying shaping")
+            shaping.put(delayed.name, parse_request({"delay": s.cluster.delay}))
+        self._check("verifying shaping")
+        # Only the delayed node's sending side waits: the writer's RTT to it is the delay itself.
+        verification = self._verify_pair(writer.name, delayed.name, s.cluster.delay_seconds * 1000, s.verify, None)
+        self._check("load (mysqlslap)")
+        rows: list[dict] = []
+        started = time.time()
+        if s.load.tool == "mysqlslap":
+            self._mysqlslap(point, rows, target=writer.name)
+        else:
+            self.load.error = None
+            self._sleep(s.load.seconds)
+        ended = time.time()
+        result = {
+            "point": point.index + 1,
+            "params": point.params,
+            "cluster": {
+                "kind": kind.name,
+                "write_node": writer.name,
+                "delayed_node": delayed.name,
+                "delay_ms": s.cluster.delay_seconds * 1000,
+            },
+            "load": {"tool": s.load.tool, "threads": s.load.threads, "queries": s.load.queries},
+            "replicator": s.replicator.model_dump(),
+            "verification": verification,
+            "measured_seconds": round(ended - started, 1),
+            "load_seconds": rows[-1]["elapsed_s"] if rows else None,
+            "qps": rows[-1]["qps"] if rows else None,
+            "tps": rows[-1]["tps"] if rows else None,
+            "load_error": self.load.error,
+        }
+        result["assertions"] = [{"assertion": str(a), "passed": a.holds(result.get(a.metric))} for a in s.assertions]
+        result["passed"] = all(x["passed"] for x in result["assertions"]) and verification["ok"] and not self.load.error
+        return result
+
+    def _cluster_consistency(self) -> dict:
+        """After the last point: every cluster used holds the same rows on all three nodes."""
+        differences, checked = [], []
+        for name in dict.fromkeys(p.scenario.replicator.kind for p in self.plan.points):
+            kind = clusters.kind_of(name)
+            report = clusters.compare_tables(
+                clusters.endpoints(kind, self.lab.settings), str(self.lab.settings.LAB_DATABASE), timeout=120
+            )
+            checked.append({"cluster": name, **report})
+            differences += [f"{name}: {d}" for d in report["differences"]]
+        return {"identical": not differences, "differences": differences, "gtid": None, "clusters": checked}
+
     def _cleanup(self) -> None:
-        for step in (self._stop_load, self.lab.shaping.clear, lambda: self._replicator_options(None)):
+        steps = [self._stop_load, self.lab.shaping.clear]
+        if self.plan.scenario.cluster is None:
+            steps.append(lambda: self._replicator_options(None))
+        for step in steps:
             try:
                 step()
             except Exception as error:

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..load import SCRIPTS
 from ..shaping.params import ParamError, parse_percent, parse_rate, parse_time
 
-METRICS = ("max_lag_seconds", "p95_lag_seconds", "lag_slope", "tps", "qps", "link_mbit")
+METRICS = ("max_lag_seconds", "p95_lag_seconds", "lag_slope", "tps", "qps", "link_mbit", "load_seconds")
 SWEEPABLE = (
     "link.rtt",
     "link.rate",
@@ -33,7 +33,10 @@ SWEEPABLE = (
     "replicator.compression",
     "replicator.binlog_transaction_compression",
     "replicator.ssl",
+    "replicator.kind",
+    "cluster.delay",
 )
+CLUSTER_KINDS = ("group-replication", "galera")
 
 
 class ScenarioError(ValueError):
@@ -55,7 +58,9 @@ def _time(value: object, info, high: float = 86400.0) -> str:
 
 
 class Replicator(_Model):
-    kind: Literal["native"] = "native"
+    # native: mysql-source -> mysql-target. group-replication, galera: the profiles' three-node clusters
+    # (with a `cluster:` section); the compression/ssl options below are native replication's.
+    kind: Literal["native", "group-replication", "galera"] = "native"
     compression: Literal["uncompressed", "zlib", "zstd"] = "uncompressed"
     zstd_level: int = Field(3, ge=1, le=22)
     binlog_transaction_compression: bool = False
@@ -122,6 +127,23 @@ class Link(_Model):
         return body
 
 
+class Cluster(_Model):
+    """A three-node cluster scenario: load on `write_node`, extra delay on everything `delayed_node` sends."""
+
+    write_node: int = Field(1, ge=1, le=3)
+    delayed_node: int = Field(3, ge=1, le=3)
+    delay: str = "0ms"
+
+    @field_validator("delay", mode="before")
+    @classmethod
+    def _delay(cls, value, info):
+        return _time(value, info, high=60.0)
+
+    @property
+    def delay_seconds(self) -> float:
+        return parse_time("delay", self.delay, high=60.0)
+
+
 class Load(_Model):
     tool: Literal["sysbench", "mysqlslap", "none"] = "sysbench"
     script: Literal[SCRIPTS] = "oltp_write_only"  # type: ignore[valid-type]
@@ -180,7 +202,22 @@ class Scenario(_Model):
     load: Load = Load()
     warmup: str = "5s"
     verify: Verify = Verify()
+    cluster: Cluster | None = None
     assertions: list[Assertion] = []
+
+    @model_validator(mode="after")
+    def _cluster_rules(self):
+        clustered = self.replicator.kind in CLUSTER_KINDS
+        if clustered and self.cluster is None:
+            raise ValueError(f"cluster: required when replicator.kind is {self.replicator.kind}")
+        if self.cluster is not None and not clustered:
+            raise ValueError(f"cluster: only with replicator.kind {' or '.join(CLUSTER_KINDS)}")
+        if self.cluster is not None:
+            if self.cluster.write_node == self.cluster.delayed_node:
+                raise ValueError("cluster.delayed_node: must not be the write_node")
+            if self.load.tool == "sysbench":
+                raise ValueError("load.tool: cluster scenarios run mysqlslap (or none)")
+        return self
 
     @field_validator("warmup", mode="before")
     @classmethod
@@ -220,6 +257,9 @@ class Plan(_Model):
     def eta_seconds(self) -> float:
         per_point = []
         for p in self.points:
+            if p.scenario.cluster is not None:  # mysqlslap runs to completion: a rough guess
+                per_point.append(20 + p.scenario.load.queries / max(1, p.scenario.load.threads) * 0.05)
+                continue
             verify = 3 + (2 * p.scenario.verify.throughput_seconds + 2 if p.scenario.link.rate else 0)
             per_point.append(10 + verify + p.scenario.warmup_seconds + p.scenario.load.seconds)
         return sum(per_point) + 30  # data preparation check, consistency check
@@ -242,6 +282,8 @@ def _format_errors(error: ValidationError, prefix: str = "") -> ScenarioError:
     first = error.errors()[0]
     path = ".".join(str(p) for p in first["loc"])
     message = first["msg"].removeprefix("Value error, ")
+    if not path and ": " in message:  # a rule across keys names its key in the message
+        path, message = message.split(": ", 1)
     if first["type"] == "extra_forbidden":
         message = "unknown key"
     elif first["type"] == "literal_error":

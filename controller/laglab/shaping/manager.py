@@ -24,7 +24,8 @@ from .params import Request, Shaping
 from .plan import EgressPlan, Entry, NamespacePlan, build, build_egress
 
 log = logging.getLogger("laglab.shaping")
-NOT_SHAPED = ("controller", "replication-setup")  # the measuring apparatus and one-shot jobs
+# The measuring apparatus and the one-shot set-up jobs.
+NOT_SHAPED = ("controller", "replication-setup", "semi-sync-setup", "gr-setup", "galera-setup")
 
 
 class ShapingError(Exception):

@@ -1,0 +1,36 @@
+"""GET /api/clusters: the three-node clusters of the group-replication and galera profiles."""
+
+from flask import Blueprint, current_app
+
+from .. import clusters
+from ..errors import ApiError
+
+bp = Blueprint("clusters", __name__)
+
+
+def _running(kind: clusters.Kind) -> bool:
+    lab = current_app.extensions["laglab"]
+    if lab.shaping is None:
+        return True  # no Docker API (unit tests): ask the nodes themselves
+    present = lab.shaping.containers.list()
+    return any(service in present for service in kind.services())
+
+
+@bp.get("/api/clusters")
+def index():
+    lab = current_app.extensions["laglab"]
+    out = {}
+    for name, kind in clusters.KINDS.items():
+        out[name] = clusters.status(kind, clusters.endpoints(kind, lab.settings)) if _running(kind) else None
+    return {"clusters": out}
+
+
+@bp.get("/api/clusters/<name>")
+def one(name: str):
+    lab = current_app.extensions["laglab"]
+    kind = clusters.KINDS.get(name)
+    if kind is None:
+        raise ApiError(404, f"cluster: {name!r} is not a cluster of this lab (known: {', '.join(clusters.KINDS)})")
+    if not _running(kind):
+        raise ApiError(409, f"cluster: {name} is not running; start it with: make up PROFILE={name}")
+    return clusters.status(kind, clusters.endpoints(kind, lab.settings))
