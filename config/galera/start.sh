@@ -18,9 +18,11 @@ args=(
   --wsrep-on=ON --wsrep-provider="$provider" --wsrep-cluster-name=laglab
   --wsrep-cluster-address=gcomm://galera-node1,galera-node2,galera-node3
   --wsrep-node-name="galera-node$n" --wsrep-node-address="$address"
-  --wsrep-sst-method="${GALERA_SST_METHOD:-rsync}" --wsrep-provider-options="$options"
+  --wsrep-sst-method="${GALERA_SST_METHOD:-mariabackup}" --wsrep-provider-options="$options"
   --server-id="$((20 + n))"
 )
+# mariabackup state transfer runs on the donor as root (over its socket).
+[ "${GALERA_SST_METHOD:-mariabackup}" = mariabackup ] && args+=(--wsrep-sst-auth="root:${MARIADB_ROOT_PASSWORD:-${MYSQL_ROOT_PASSWORD:-}}")
 
 peer_answers() {
   local peer

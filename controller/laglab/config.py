@@ -179,7 +179,7 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("GALERA_SUSPECT_TIMEOUT", "PT5S", _iso_duration, "evs.suspect_timeout (ISO 8601)"),
     Variable("GALERA_INACTIVE_TIMEOUT", "PT15S", _iso_duration, "evs.inactive_timeout (ISO 8601)"),
     Variable("GALERA_SEGMENTS", "0,0,0", _segments, "gmcast.segment of galera-node1,2,3"),
-    Variable("GALERA_SST_METHOD", "rsync", _choice(("rsync", "mariabackup")), "wsrep_sst_method"),
+    Variable("GALERA_SST_METHOD", "mariabackup", _choice(("mariabackup", "rsync")), "wsrep_sst_method"),
     Variable(
         "GALERA_NODE1_PORT", "13321", _int_range(1, 65535), "galera-node1 on 127.0.0.1", port=True, profile="galera"
     ),

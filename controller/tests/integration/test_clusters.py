@@ -1,0 +1,174 @@
+"""The group-replication and galera profiles end to end, as a user starts them
+(`scripts/up` with PROFILE=group-replication,galera): both clusters form, a write reaches every node,
+a node stopped during writes leaves the other two serving and rejoins when started again, and
+wan-sync-cluster --quick runs on both. The clusters and their volumes are removed afterwards."""
+
+import os
+import statistics
+import subprocess
+import threading
+import time
+
+import pymysql
+import pytest
+
+from laglab import clusters
+from laglab.db import Endpoint, connect
+
+from .conftest import ROOT, query, try_query, wait_until
+from .test_scenarios import run_scenario
+
+PROFILES = ("group-replication", "galera")
+
+
+@pytest.fixture(scope="module")
+def clusters_up(compose, settings):
+    up = subprocess.run(
+        [str(ROOT / "scripts/up")], env={**os.environ, "PROFILE": ",".join(PROFILES)},
+        capture_output=True, text=True, timeout=1800,
+    )  # fmt: skip
+    try:
+        assert up.returncode == 0, up.stderr[-3000:]
+        yield up
+    finally:
+        services = [s for name in PROFILES for s in clusters.KINDS[name].services()] + ["gr-setup", "galera-setup"]
+        profile_args = [a for name in PROFILES for a in ("--profile", name)]
+        compose(*profile_args, "rm", "--stop", "--force", "--volumes", *services, check=False)
+        project = str(settings.COMPOSE_PROJECT_NAME)
+        subprocess.run(["docker", "volume", "rm", *(f"{project}_{s}-data" for s in services[:6])], capture_output=True)
+
+
+def nodes(settings, name: str) -> list[Endpoint]:
+    return clusters.endpoints(clusters.KINDS[name], settings, published=True)
+
+
+class Writer:
+    """Inserts a row every 20 ms into lab.node_loss on one node, recording successes and failures."""
+
+    def __init__(self, endpoint: Endpoint, database: str):
+        self.endpoint, self.database = endpoint, database
+        self.ok: list[float] = []
+        self.errors: list[tuple[float, str]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self):
+        conn = connect(self.endpoint, timeout=5)
+        query(
+            conn,
+            f"CREATE TABLE IF NOT EXISTS {self.database}.node_loss (id BIGINT AUTO_INCREMENT PRIMARY KEY, at DOUBLE)",
+        )
+        conn.close()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(30)
+
+    def _run(self):
+        conn = connect(self.endpoint, timeout=5)
+        try:
+            while not self._stop.is_set():
+                try:
+                    query(conn, f"INSERT INTO {self.database}.node_loss (at) VALUES (%s)", (time.time(),))
+                    self.ok.append(time.time())
+                except pymysql.MySQLError as error:
+                    self.errors.append((time.time(), str(error)))
+                time.sleep(0.02)
+        finally:
+            conn.close()
+
+
+def test_group_replication_forms_single_primary_and_a_write_reaches_every_node(clusters_up, api, settings):
+    state = api.get("/api/clusters/group-replication").json()
+    assert state["formed"] is True, state
+    assert [(n["service"], n["state"], n["role"]) for n in state["nodes"]] == [
+        ("gr-node1", "ONLINE", "PRIMARY"),
+        ("gr-node2", "ONLINE", "SECONDARY"),
+        ("gr-node3", "ONLINE", "SECONDARY"),
+    ]
+    primary, *secondaries = nodes(settings, "group-replication")
+    marker = f"gr-{time.time_ns()}"
+    conn = connect(primary, timeout=5)
+    query(conn, "CREATE TABLE IF NOT EXISTS lab.probe (id VARCHAR(40) PRIMARY KEY)")
+    query(conn, "INSERT INTO lab.probe VALUES (%s)", (marker,))
+    conn.close()
+    for node in secondaries:
+        wait_until(
+            lambda n=node: try_query(n, f"SELECT 1 FROM lab.probe WHERE id='{marker}'"),
+            30,
+            message=f"row on {node.name}",
+        )
+        with pytest.raises(pymysql.MySQLError, match="super-read-only"):
+            c = connect(node, timeout=5)
+            try:
+                query(c, "INSERT INTO lab.probe VALUES ('written-on-a-secondary')")
+            finally:
+                c.close()
+
+
+def test_galera_forms_with_three_members_and_every_node_takes_writes(clusters_up, api, settings):
+    state = api.get("/api/clusters/galera").json()
+    assert state["formed"] is True, state
+    assert [(n["state"], n["cluster_size"], n["component"]) for n in state["nodes"]] == [("Synced", 3, "Primary")] * 3
+    endpoints = nodes(settings, "galera")
+    for writer, reader in ((endpoints[0], endpoints[1]), (endpoints[2], endpoints[0])):
+        marker = f"galera-{time.time_ns()}"
+        conn = connect(writer, timeout=5)
+        query(conn, "CREATE TABLE IF NOT EXISTS lab.probe (id VARCHAR(40) PRIMARY KEY)")
+        query(conn, "INSERT INTO lab.probe VALUES (%s)", (marker,))
+        conn.close()
+        assert wait_until(lambda r=reader, m=marker: try_query(r, f"SELECT 1 FROM lab.probe WHERE id='{m}'"), 30)
+
+
+@pytest.mark.parametrize("name", PROFILES)
+def test_node_loss_leaves_two_serving_and_the_node_rejoins(clusters_up, compose, settings, name):
+    kind = clusters.KINDS[name]
+    endpoints = nodes(settings, name)
+    lost = kind.services()[2]
+    profile = ("--profile", name)
+    with Writer(endpoints[0], str(settings.LAB_DATABASE)) as writer:
+        time.sleep(1)
+        compose(*profile, "stop", lost)
+        stopped = time.time()
+        survivors = clusters.status(kind, endpoints[:2])
+        assert all(n["ok"] for n in survivors["nodes"]), survivors
+        if name == "galera":
+            assert [n["cluster_size"] for n in survivors["nodes"]] == [2, 2]
+        else:
+            members = try_query(
+                endpoints[0], "SELECT MEMBER_HOST AS h FROM performance_schema.replication_group_members"
+            )
+            assert sorted(m["h"] for m in members) == ["gr-node1", "gr-node2"]
+        time.sleep(3)
+        written_while_down = [t for t in writer.ok if t > stopped]
+        compose(*profile, "start", lost)
+        clusters.wait_formed(kind, endpoints, 180)
+        time.sleep(1)
+    assert writer.errors == [], writer.errors[:3]
+    assert len(written_while_down) > 50, "the remaining two nodes kept taking writes"
+    report = clusters.compare_tables(endpoints, str(settings.LAB_DATABASE), timeout=60)
+    assert report["identical"], report["differences"]
+    assert "node_loss" in report["tables"]
+
+
+def test_wan_sync_cluster_quick_time_falls_as_concurrency_rises(clusters_up):
+    done, summary, folder = run_scenario("wan-sync-cluster")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert summary["status"] == "completed"
+    assert summary["consistency"]["identical"] is True
+    seconds = {}
+    for point in summary["points"]:
+        assert point["verification"]["ok"], point["verification"]
+        assert abs(point["verification"]["rtt"]["median_ms"] - 100) <= 10
+        seconds[(point["cluster"]["kind"], point["load"]["threads"])] = point["load_seconds"]
+    for name in PROFILES:
+        one, sixteen = seconds[(name, 1)], seconds[(name, 16)]
+        # 200 commits one after another each wait for the delayed node: at least 200 x 100 ms.
+        assert one >= 0.95 * 200 * 0.1, (name, one)
+        assert sixteen < one / 4, (name, sixteen, one)
+    text = (folder / "report.md").read_text()
+    assert "## galera: seconds per run" in text and "## group-replication: seconds per run" in text
+    assert (folder / "cluster.png").stat().st_size > 1000
+    assert statistics.fmean(seconds.values()) > 0
