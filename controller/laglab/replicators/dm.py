@@ -71,3 +71,47 @@ def task_config(
         ],
     }
     return yaml.safe_dump(task, sort_keys=False)
+
+
+# --- driving a running DM (make up PROFILE=dm) -------------------------------------------------------
+
+TASK = "laglab"
+MASTER = "dm-master:8261"
+
+
+def dmctl_argv(*command: str) -> list[str]:
+    """dmctl inside the dm-master container, e.g. dmctl_argv("query-status", "laglab")."""
+    return ["/dmctl", f"--master-addr={MASTER}", *command]
+
+
+def parse_query_status(text: str) -> dict:
+    """`dmctl query-status <task>` (JSON): the sync unit's stage and secondsBehindMaster per source."""
+    import json
+
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError:
+        raise ValueError(f"query-status did not answer JSON: {text.strip()[:200]}") from None
+    if not doc.get("result", False):
+        raise ValueError(f"query-status failed: {doc.get('msg') or text.strip()[:200]}")
+    stages, lags = [], []
+    for source in doc.get("sources") or []:
+        for sub in source.get("subTaskStatus") or []:
+            stages.append(sub.get("stage"))
+            sync = sub.get("sync") or {}
+            if sync.get("secondsBehindMaster") not in (None, ""):
+                lags.append(float(sync["secondsBehindMaster"]))
+    return {"stages": stages, "seconds_behind_master": max(lags) if lags else None}
+
+
+def parse_metrics(text: str, task: str = TASK) -> float | None:
+    """dm_syncer_replication_lag_gauge of the task (seconds; the largest over sources) from dm-worker's /metrics."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    values = [
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "dm_syncer_replication_lag_gauge" and sample.labels.get("task") == task
+    ]
+    return max(values) if values else None

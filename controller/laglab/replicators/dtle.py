@@ -9,6 +9,7 @@ scripts/example.job.hcl of the dtle repository; the job is POSTed to Nomad's /v1
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 
@@ -124,3 +125,81 @@ def job(
 def group_timeout_for(one_way_delay_ms: float) -> int:
     """The reference's rule for a delayed link: GroupTimeout = 2 x one-way delay - 10 ms (at least dtle's 100)."""
     return max(100, round(2 * one_way_delay_ms - 10))
+
+
+# --- driving a running DTLE (make up PROFILE=dtle) --------------------------------------------------
+
+JOB_ID = "laglab"
+
+
+class DriverError(RuntimeError):
+    pass
+
+
+class Nomad:
+    """Nomad's HTTP API on the dtle-src agent (server): submit, watch and stop the replication job."""
+
+    def __init__(self, base: str = "http://dtle-src:4646", http=None, timeout: float = 10.0):
+        import requests
+
+        self.base, self.http, self.timeout = base.rstrip("/"), http or requests.Session(), timeout
+
+    def _call(self, method: str, path: str, **kwargs):
+        response = self.http.request(method, self.base + path, timeout=self.timeout, **kwargs)
+        if response.status_code >= 300:
+            raise DriverError(f"Nomad {method} {path}: HTTP {response.status_code}: {response.text.strip()[:300]}")
+        return response.json() if response.content else None
+
+    def submit(self, body: dict) -> dict:
+        return self._call("POST", "/v1/jobs", json=body)
+
+    def allocations(self, job_id: str) -> list[dict]:
+        return self._call("GET", f"/v1/job/{job_id}/allocations") or []
+
+    def wait_running(self, job_id: str, timeout: float, sleep=time.sleep) -> dict[str, str]:
+        """Until the `src` and `dest` allocations both run; a failed one raises with its last event."""
+        deadline = time.monotonic() + timeout
+        while True:
+            allocations = self.allocations(job_id)
+            states = {a["TaskGroup"]: a["ClientStatus"] for a in allocations}
+            if states.get("src") == "running" and states.get("dest") == "running":
+                return states
+            for a in allocations:
+                if a["ClientStatus"] in ("failed", "lost"):
+                    events = [e for t in (a.get("TaskStates") or {}).values() for e in t.get("Events") or []]
+                    last = events[-1].get("DisplayMessage") if events else "no event"
+                    raise DriverError(f"DTLE task group {a['TaskGroup']} {a['ClientStatus']}: {last}")
+            if time.monotonic() > deadline:
+                raise DriverError(f"DTLE job {job_id} not running within {timeout:.0f}s: {states or 'no allocation'}")
+            sleep(1)
+
+    def stop(self, job_id: str) -> None:
+        self._call("DELETE", f"/v1/job/{job_id}", params={"purge": "true"})
+
+
+def parse_metrics(text: str, job_id: str = JOB_ID) -> dict:
+    """dtle_delay_time (whole seconds; the largest of the job's tasks) and dtle_network_{in,out}_bytes
+    (summed over the job's tasks) from one agent's /metrics; None where the agent has none."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    out: dict = {"delay_seconds": None, "network_in_bytes": None, "network_out_bytes": None}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if job_id not in sample.labels.get("task_name", ""):
+                continue
+            if sample.name == "dtle_delay_time":
+                out["delay_seconds"] = max(out["delay_seconds"] or 0.0, sample.value)
+            for direction in ("in", "out"):
+                if sample.name.startswith(f"dtle_network_{direction}_bytes"):
+                    key = f"network_{direction}_bytes"
+                    out[key] = (out[key] or 0.0) + sample.value
+    return out
+
+
+def combine_metrics(views: list[dict]) -> dict:
+    """Both agents' views into one: each agent only reports its own task."""
+    out: dict = {}
+    for key in ("delay_seconds", "network_in_bytes", "network_out_bytes"):
+        values = [v[key] for v in views if v.get(key) is not None]
+        out[key] = None if not values else (max(values) if key == "delay_seconds" else sum(values))
+    return out

@@ -19,14 +19,15 @@ import traceback
 
 import yaml
 
-from .. import clusters, consistency
-from ..db import connect, server_dialect
+from .. import clusters, consistency, replication
+from ..db import Endpoint, connect, server_dialect
 from ..load import LoadGenerator, Profile
+from ..replicators import drivers
 from ..results import Run, iso
 from ..shaping import verify
 from ..shaping.params import parse_request
 from . import report
-from .spec import Plan, Point, describe_point
+from .spec import DRIVEN_KINDS, Plan, Point, describe_point
 
 log = logging.getLogger("laglab.runs")
 LOAD_COLUMNS = ["point", "time", "epoch", "elapsed_s", "threads", "tps", "qps", "latency_p95_ms", "errors_per_s"]
@@ -87,6 +88,8 @@ class ScenarioRun:
         self._lag_series = self.run.series("lag.csv", LAG_COLUMNS)
         self._link_series = self.run.series("links.csv", LINK_COLUMNS)
         self.load = LoadGenerator(lab.shaping.containers, lab.settings)
+        self.driver = None  # DTLE or DM, started per point (laglab.replicators.drivers)
+        self._semi_sync_before: bool | None = None
 
     # --- status ---
     def as_json(self) -> dict:
@@ -149,10 +152,15 @@ class ScenarioRun:
                 self.summary.append(run_point(point))
                 self.run.write_json("summary.json", self._summary_doc(consistency_report))
             self._check("consistency check")
-            if self.plan.scenario.cluster is None:
-                consistency_report = consistency.check(self.lab.source, self.lab.target, timeout=120)
-            else:
+            if self.plan.scenario.cluster is not None:
                 consistency_report = self._cluster_consistency()
+            elif self.driver is not None and self.driver.kind == "dm":
+                consistency_report = self._dm_consistency()
+            else:
+                if self.driver is not None:  # DTLE: once caught up, native replication resumes from there
+                    self._wait_driver(120)
+                    self.driver.stop()
+                consistency_report = consistency.check(self.lab.source, self.lab.target, timeout=120)
             self.status = "completed"
         except Interrupted as error:
             self.status, self.reason = "interrupted", str(error)
@@ -283,6 +291,7 @@ class ScenarioRun:
     def _replicator_options(self, point: Point | None) -> None:
         """Apply a point's native replication options (None: back to the lab's defaults)."""
         r = point.scenario.replicator if point else None
+        self._semi_sync(r.semi_sync if r else None)
         src, dst = connect(self.lab.source, timeout=5), connect(self.lab.target, timeout=5)
         try:
             dialect = server_dialect(dst)
@@ -305,6 +314,34 @@ class ScenarioRun:
             src.close()
             dst.close()
 
+    def _semi_sync(self, wanted: bool | None) -> None:
+        """Semi-sync as the point asks; None: back to what the lab had before the run."""
+        timeout = int(self.lab.settings.SEMI_SYNC_TIMEOUT_MS)
+        if self._semi_sync_before is None:
+            if not wanted:
+                return  # never touched
+            conn = connect(self.lab.source, timeout=5)
+            try:
+                self._semi_sync_before = replication.semi_sync_state(conn, server_dialect(conn))["enabled"]
+            finally:
+                conn.close()
+        target = self._semi_sync_before if wanted is None else wanted
+        replication.set_semi_sync(self.lab.source, self.lab.target, target, timeout)
+
+    def _driver_for(self, kind: str):
+        if self.driver is None or self.driver.kind != kind:
+            if self.driver is not None:
+                self.driver.stop()
+            self.driver = drivers.for_kind(kind, self.lab)
+        return self.driver
+
+    def _wait_driver(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not self.driver.caught_up():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.driver.kind} did not catch up within {timeout:g}s")
+            self._sleep(1)
+
     # --- one point ---
     def _run_point(self, point: Point) -> dict:
         s = point.scenario
@@ -312,9 +349,15 @@ class ScenarioRun:
         shaping = self.lab.shaping
         self._check("clearing shaping")
         shaping.clear()
-        self._replicator_options(point)
-        self._check("waiting for the replica to catch up")
-        self._wait_caught_up(300)
+        if s.replicator.kind in DRIVEN_KINDS:
+            self._check(f"starting {s.replicator.kind}")
+            self._driver_for(s.replicator.kind).start(s.replicator, s.link.rtt_seconds)
+            self._check("waiting for the replica to catch up")
+            self._wait_driver(300)
+        else:
+            self._replicator_options(point)
+            self._check("waiting for the replica to catch up")
+            self._wait_caught_up(300)
         body = s.link.shaping_body()
         if body:
             self._check("applying shaping")
@@ -332,13 +375,19 @@ class ScenarioRun:
         window_start = time.time()
         binlog_at_window = self._binlog_bytes()
         self._check("load (measuring)")
+        replicator_samples: list[tuple[float, dict]] = []
         while load_thread.is_alive():
-            self._sleep(0.5)
+            if self.driver is not None and self.driver.running:
+                replicator_samples.append((time.time(), self.driver.sample()))
+            self._sleep(0.5 if self.driver is None else 1.0)
         window_end = time.time()
         binlog_after = self._binlog_bytes()
-        return self._summarise(
+        result = self._summarise(
             point, verification, load_rows, load_start, window_start, window_end, binlog_after - binlog_at_window
         )
+        if s.replicator.kind in DRIVEN_KINDS:
+            result["replicator_metrics"] = replicator_summary(replicator_samples)
+        return result
 
     def _verify(self, point: Point) -> dict:
         s = point.scenario
@@ -508,6 +557,28 @@ class ScenarioRun:
         result["passed"] = all(x["passed"] for x in result["assertions"]) and verification["ok"] and not self.load.error
         return result
 
+    def _dm_consistency(self) -> dict:
+        """DM -> TiDB: row counts of every lab table on both sides (TiDB has no CHECKSUM TABLE)."""
+        tidb = Endpoint("tidb", 4000, "root", "", "tidb")
+        self._wait_driver(120)
+        src, dst = connect(self.lab.source, timeout=5), connect(tidb, timeout=5, read_timeout=120)
+        differences = []
+        try:
+            for table in sorted(
+                t for t in consistency.lab_tables(src) if t.startswith(f"{self.lab.settings.LAB_DATABASE}.")
+            ):
+                counts = []
+                for conn in (src, dst):
+                    with conn.cursor() as cur:
+                        cur.execute(f"SELECT COUNT(*) AS n FROM {table}")
+                        counts.append(int(cur.fetchone()["n"]))
+                if counts[0] != counts[1]:
+                    differences.append(f"{table}: {counts[0]} rows on mysql-source, {counts[1]} on tidb")
+        finally:
+            src.close()
+            dst.close()
+        return {"identical": not differences, "differences": differences, "gtid": None}
+
     def _cluster_consistency(self) -> dict:
         """After the last point: every cluster used holds the same rows on all three nodes."""
         differences, checked = [], []
@@ -522,6 +593,8 @@ class ScenarioRun:
 
     def _cleanup(self) -> None:
         steps = [self._stop_load, self.lab.shaping.clear]
+        if self.driver is not None:
+            steps.append(self.driver.stop)
         if self.plan.scenario.cluster is None:
             steps.append(lambda: self._replicator_options(None))
         for step in steps:
@@ -534,6 +607,20 @@ class ScenarioRun:
     def _stop_load(self) -> None:
         if self.load.running:
             self.load.stop()
+
+
+def replicator_summary(samples: list[tuple[float, dict]]) -> dict:
+    """The replicator's own figures over a point: its largest reported delay, its traffic in Mbit/s."""
+    delays = [v["delay_seconds"] for _, v in samples if v.get("delay_seconds") is not None]
+    out = {"samples": len(samples), "max_delay_seconds": max(delays) if delays else None}
+    for key in ("network_in_bytes", "network_out_bytes"):
+        points = [(t, v[key]) for t, v in samples if v.get(key) is not None]
+        out[key.replace("_bytes", "_mbit")] = (
+            round((points[-1][1] - points[0][1]) * 8 / 1e6 / (points[-1][0] - points[0][0]), 4)
+            if len(points) >= 2 and points[-1][0] > points[0][0]
+            else None
+        )
+    return out
 
 
 def _link_mbit(rows: list[dict], service: str, peer: str, start: float, end: float) -> float | None:

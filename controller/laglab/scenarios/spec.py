@@ -34,8 +34,16 @@ SWEEPABLE = (
     "replicator.binlog_transaction_compression",
     "replicator.ssl",
     "replicator.kind",
+    "replicator.semi_sync",
+    "replicator.group_max_size",
+    "replicator.group_timeout_ms",
+    "replicator.syncer_worker_count",
+    "replicator.syncer_batch",
     "cluster.delay",
 )
+DRIVEN_KINDS = ("dtle", "dm")  # started per point by laglab.replicators.drivers
+# dtle: the agents' NATS link (the reference shaped it); dm: the source to the worker reading its binlog.
+DEFAULT_LINKS = {"dtle": ("dtle-src", "dtle-dst"), "dm": ("mysql-source", "dm-worker")}
 CLUSTER_KINDS = ("group-replication", "galera")
 
 
@@ -60,11 +68,46 @@ def _time(value: object, info, high: float = 86400.0) -> str:
 class Replicator(_Model):
     # native: mysql-source -> mysql-target. group-replication, galera: the profiles' three-node clusters
     # (with a `cluster:` section); the compression/ssl options below are native replication's.
-    kind: Literal["native", "group-replication", "galera"] = "native"
+    kind: Literal["native", "group-replication", "galera", "dtle", "dm"] = "native"
     compression: Literal["uncompressed", "zlib", "zstd"] = "uncompressed"
     zstd_level: int = Field(3, ge=1, le=22)
     binlog_transaction_compression: bool = False
     ssl: bool = False
+    semi_sync: bool = False
+    # dtle (profile dtle): the job's grouping and buffers. group_timeout_ms "auto" = 2 x one-way delay
+    # - 10 ms of the point's link, as the reference experiments set it.
+    group_max_size: int = Field(1, ge=1, le=1 << 30, description="bytes")
+    group_timeout_ms: int | Literal["auto"] = 100
+    repl_chan_buffer_size: int = Field(32, ge=1, le=100_000)
+    chunk_size: int = Field(2000, ge=1, le=1_000_000)
+    # dm (profile dm): the task's units.
+    task_mode: Literal["all", "full", "incremental"] = "incremental"
+    mydumper_threads: int = Field(4, ge=1, le=256)
+    mydumper_rows: int = Field(0, ge=0)
+    loader_pool_size: int = Field(16, ge=1, le=1024)
+    syncer_worker_count: int = Field(16, ge=1, le=1024)
+    syncer_batch: int = Field(100, ge=1, le=100_000)
+
+    @model_validator(mode="after")
+    def _options_of_the_kind(self):
+        own = {
+            "native": ("compression", "zstd_level", "binlog_transaction_compression", "ssl", "semi_sync"),
+            "dtle": ("group_max_size", "group_timeout_ms", "repl_chan_buffer_size", "chunk_size"),
+            "dm": ("task_mode", "mydumper_threads", "mydumper_rows", "loader_pool_size", "syncer_worker_count", "syncer_batch"),
+        }  # fmt: skip
+        allowed = own.get(self.kind, ())
+        for kind, names in own.items():
+            for name in names:
+                if kind != self.kind and name in self.model_fields_set and name not in allowed:
+                    raise ValueError(f"replicator.{name}: an option of kind {kind}, not {self.kind}")
+        return self
+
+    @field_validator("group_timeout_ms", mode="before")
+    @classmethod
+    def _group_timeout(cls, value):
+        if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 3_600_000):
+            return value
+        raise ValueError(f"{value!r} is not a whole number of ms (1..3600000) or 'auto'")
 
 
 class Data(_Model):
@@ -207,6 +250,9 @@ class Scenario(_Model):
 
     @model_validator(mode="after")
     def _cluster_rules(self):
+        # The weak link of a replicator that is not native: where its own hops are, unless the file says.
+        if "between" not in self.link.model_fields_set and self.replicator.kind in DEFAULT_LINKS:
+            self.link.between = DEFAULT_LINKS[self.replicator.kind]
         clustered = self.replicator.kind in CLUSTER_KINDS
         if clustered and self.cluster is None:
             raise ValueError(f"cluster: required when replicator.kind is {self.replicator.kind}")
@@ -282,7 +328,8 @@ def _format_errors(error: ValidationError, prefix: str = "") -> ScenarioError:
     first = error.errors()[0]
     path = ".".join(str(p) for p in first["loc"])
     message = first["msg"].removeprefix("Value error, ")
-    if not path and ": " in message:  # a rule across keys names its key in the message
+    named = message.split(": ", 1)[0] if ": " in message else None
+    if named is not None and named.startswith(path) and " " not in named:  # a rule across keys names its key
         path, message = message.split(": ", 1)
     if first["type"] == "extra_forbidden":
         message = "unknown key"
