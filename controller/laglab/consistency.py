@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from .db import META_SCHEMA, SYSTEM_SCHEMAS, connect, quote_identifier, server_dialect
+from .db import META_SCHEMA, SYSTEM_SCHEMAS, connect, executed_gtids, quote_identifier, server_dialect
 
 EXCLUDED = (*SYSTEM_SCHEMAS, META_SCHEMA)
 
@@ -44,9 +44,7 @@ def check(source_endpoint, target_endpoint, timeout: float = 30.0) -> dict:
     dst = connect(target_endpoint, timeout=5, read_timeout=timeout + 30)
     try:
         dialect = server_dialect(src)
-        with src.cursor() as cur:
-            cur.execute(dialect.executed_gtids)
-            gtids = cur.fetchone()["gtids"]
+        gtids = executed_gtids(src, dialect)
         with dst.cursor() as cur:
             cur.execute(dialect.wait_for_gtids(), (gtids, max(1, int(timeout))))
             caught_up = bool(cur.fetchone()["done"])

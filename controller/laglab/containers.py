@@ -6,6 +6,8 @@ address on the lab network. Anything without the project's label does not exist 
 
 from __future__ import annotations
 
+import io
+import tarfile
 from dataclasses import dataclass
 
 import docker
@@ -65,3 +67,15 @@ class Containers:
             if service not in found or entry.running:
                 found[service] = entry
         return found
+
+
+def put_files(container, directory: str, files: dict[str, bytes]) -> None:
+    """Write files (mode 600) into `directory` of a container, creating it: docker cp, from memory."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as bundle:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o600
+            bundle.addfile(info, io.BytesIO(data))
+    container.exec_run(["mkdir", "-p", directory])
+    container.put_archive(directory, out.getvalue())

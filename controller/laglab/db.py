@@ -137,6 +137,13 @@ def replica_field(status: dict, name: str) -> object:
     return status.get(legacy)
 
 
+def executed_gtids(conn: pymysql.connections.Connection, dialect: Dialect) -> str:
+    """The server's executed GTID set, in the form the replica's wait function takes."""
+    with conn.cursor() as cur:
+        cur.execute(dialect.executed_gtids)
+        return cur.fetchone()["gtids"]
+
+
 def server_dialect(conn: pymysql.connections.Connection) -> Dialect:
     with conn.cursor() as cur:
         cur.execute("SELECT VERSION() AS v")

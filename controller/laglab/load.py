@@ -12,6 +12,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from .containers import put_files
 from .results import iso
 
 SCRIPTS = (
@@ -125,27 +126,21 @@ class LoadGenerator:
         working directory: copy the ones the server generated (MySQL's auto_generate_certs) there."""
         lab = self.containers.list()
         db = self.containers.client.containers.get(lab[server].id)
-        out = io.BytesIO()
-        with tarfile.open(fileobj=out, mode="w") as bundle:
-            for name, as_name in (
-                ("ca.pem", "cacert.pem"),
-                ("client-cert.pem", "client-cert.pem"),
-                ("client-key.pem", "client-key.pem"),
-            ):
-                try:
-                    stream, _ = db.get_archive(f"/var/lib/mysql/{name}")
-                except Exception as error:
-                    raise RuntimeError(
-                        f"{server} has no /var/lib/mysql/{name} (TLS needs the server's generated certificates): {error}"
-                    ) from None
-                with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as source:
-                    data = source.extractfile(source.getmembers()[0]).read()
-                info = tarfile.TarInfo(as_name)
-                info.size, info.mode = len(data), 0o600
-                bundle.addfile(info, io.BytesIO(data))
-        loadgen = self.container()
-        loadgen.exec_run(["mkdir", "-p", self.TLS_DIR])
-        loadgen.put_archive(self.TLS_DIR, out.getvalue())
+        files = {}
+        for name, as_name in (
+            ("ca.pem", "cacert.pem"),
+            ("client-cert.pem", "client-cert.pem"),
+            ("client-key.pem", "client-key.pem"),
+        ):
+            try:
+                stream, _ = db.get_archive(f"/var/lib/mysql/{name}")
+            except Exception as error:
+                raise RuntimeError(
+                    f"{server} has no /var/lib/mysql/{name} (TLS needs the server's generated certificates): {error}"
+                ) from None
+            with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as source:
+                files[as_name] = source.extractfile(source.getmembers()[0]).read()
+        put_files(self.container(), self.TLS_DIR, files)
 
     def prepare(self, profile: Profile) -> None:
         """cleanup + prepare the profile's tables (sysbench)."""

@@ -8,11 +8,10 @@ containers, never against DTLE or DM themselves.
 
 from __future__ import annotations
 
-import io
-import tarfile
 import time
 
-from ..db import META_SCHEMA, connect, server_dialect
+from ..containers import put_files
+from ..db import META_SCHEMA, connect, executed_gtids, server_dialect
 from . import dm, dtle
 
 
@@ -55,9 +54,7 @@ class DtleDriver:
             dialect = server_dialect(src)
             with dst.cursor() as cur:
                 cur.execute(dialect.stop_replica)
-            with src.cursor() as cur:
-                cur.execute(dialect.executed_gtids)
-                gtids = cur.fetchone()["gtids"]
+            gtids = executed_gtids(src, dialect)
         finally:
             src.close()
             dst.close()
@@ -90,9 +87,7 @@ class DtleDriver:
         src, dst = connect(self.lab.source, timeout=5), connect(self.lab.target, timeout=5, read_timeout=60)
         try:
             dialect = server_dialect(src)
-            with src.cursor() as cur:
-                cur.execute(dialect.executed_gtids)
-                gtids = cur.fetchone()["gtids"]
+            gtids = executed_gtids(src, dialect)
             with dst.cursor() as cur:
                 for sql, args in resume_native(dialect.is_mariadb, gtids):
                     cur.execute(sql, args)
@@ -145,16 +140,7 @@ class DmDriver:
         return text
 
     def _put(self, files: dict[str, str]) -> None:
-        out = io.BytesIO()
-        with tarfile.open(fileobj=out, mode="w") as bundle:
-            for name, text in files.items():
-                data = text.encode()
-                info = tarfile.TarInfo(name)
-                info.size, info.mode = len(data), 0o600
-                bundle.addfile(info, io.BytesIO(data))
-        master = self._master()
-        master.exec_run(["mkdir", "-p", self.WORKDIR])
-        master.put_archive(self.WORKDIR, out.getvalue())
+        put_files(self._master(), self.WORKDIR, {name: text.encode() for name, text in files.items()})
 
     def options(self, replicator) -> dm.TaskOptions:
         return dm.TaskOptions(

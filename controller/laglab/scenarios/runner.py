@@ -20,7 +20,7 @@ import traceback
 import yaml
 
 from .. import clusters, consistency, replication
-from ..db import Endpoint, connect, server_dialect
+from ..db import Endpoint, connect, executed_gtids, server_dialect
 from ..load import LoadGenerator, Profile
 from ..replicators import drivers
 from ..results import Run, iso
@@ -276,9 +276,7 @@ class ScenarioRun:
         src, dst = connect(self.lab.source, timeout=5), connect(self.lab.target, timeout=5, read_timeout=timeout + 30)
         try:
             dialect = server_dialect(src)
-            with src.cursor() as cur:
-                cur.execute(dialect.executed_gtids)
-                gtids = cur.fetchone()["gtids"]
+            gtids = executed_gtids(src, dialect)
             with dst.cursor() as cur:
                 cur.execute(dialect.wait_for_gtids(), (gtids, int(timeout)))
                 if not cur.fetchone()["done"]:

@@ -74,3 +74,32 @@ def test_without_the_profile_replication_is_asynchronous_again(semi_sync_lab, so
     up()
     assert source_status(source_ep)["Rpl_semi_sync_source_status"] == "OFF"
     assert commit_ms(source_ep, api, "100ms") < 50
+
+
+SEMI_SYNC_SCENARIO = """
+name: semi-sync-option
+data: {tables: 1, rows: 100}
+link: {between: [mysql-source, mysql-target], rtt: 100ms}
+load: {tool: sysbench, script: oltp_insert, threads: 1, rate: 0, duration: 5s, target: mysql-source}
+warmup: 1s
+sweep:
+  replicator.semi_sync: [false, true]
+"""
+
+
+def test_scenario_option_semi_sync_slows_commits_and_is_restored(api, source_ep):
+    assert source_status(source_ep)["Rpl_semi_sync_source_status"] == "OFF"
+    started = api.session.post(api.base + "/api/runs", json={"scenario": SEMI_SYNC_SCENARIO}, timeout=30)
+    assert started.status_code == 201, started.text
+    run_id = started.json()["id"]
+    deadline = time.monotonic() + 300
+    while (run := api.get(f"/api/runs/{run_id}").json())["step"] != "done":
+        assert time.monotonic() < deadline, run
+        time.sleep(1)
+    assert run["status"] == "completed", run
+    async_point, semi_point = run["summary"]
+    assert async_point["params"] == {"replicator.semi_sync": False}
+    # oltp_insert, 1 client: a semi-sync commit waits one 100 ms round trip for the replica's ack.
+    assert semi_point["tps"] < 11, semi_point
+    assert async_point["tps"] > 5 * semi_point["tps"], (async_point["tps"], semi_point["tps"])
+    assert source_status(source_ep)["Rpl_semi_sync_source_status"] == "OFF", "restored after the run"
