@@ -33,7 +33,7 @@ peer_answers() {
   return 1
 }
 
-state=/var/lib/mysql/grastate.dat
+state=${GALERA_STATE_FILE:-/var/lib/mysql/grastate.dat}  # (overridable for the unit test)
 if [ "$n" = 1 ]; then
   if [ ! -s "$state" ]; then
     echo "galera-node1: first start, bootstrapping a new cluster"
