@@ -15,13 +15,19 @@ PORTS = {"CONTROLLER_PORT": 18080, "SOURCE_PORT": 23306, "TARGET_PORT": 23307}
 
 
 @pytest.fixture(scope="module")
-def mariadb_lab(tmp_path_factory):
+def mariadb_env(tmp_path_factory):
     env_file = tmp_path_factory.mktemp("mariadb") / "mariadb.env"
     env_file.write_text(
         "COMPOSE_PROJECT_NAME=laglab-mariadb\nDB_FLAVOR=mariadb\n" + "".join(f"{k}={v}\n" for k, v in PORTS.items())
     )
-    env = {k: v for k, v in os.environ.items() if k not in ("DB_FLAVOR", "COMPOSE_PROJECT_NAME", *PORTS)}
+    env = {k: v for k, v in os.environ.items() if k not in ("DB_FLAVOR", "COMPOSE_PROJECT_NAME", "PROFILE", *PORTS)}
     env["LAGLAB_ENV_FILE"] = str(env_file)
+    return env
+
+
+@pytest.fixture(scope="module")
+def mariadb_lab(mariadb_env):
+    env = mariadb_env
     up = subprocess.run([str(ROOT / "scripts/up")], env=env, capture_output=True, text=True, timeout=1200)
     try:
         assert up.returncode == 0, up.stderr[-3000:]
@@ -60,3 +66,32 @@ def test_mariadb_lab_replicates_and_records_lag(mariadb_lab):
     assert report["flavor"] == "mariadb"
     assert report["identical"] is True, report["differences"]
     assert [t["table"] for t in report["tables"]] == ["lab.it_maria"]
+
+
+def test_mariadb_semi_sync_profile(mariadb_lab, mariadb_env):
+    """MariaDB's built-in semi-sync (rpl_semi_sync_master/slave) through the same profile."""
+    up = subprocess.run(
+        [str(ROOT / "scripts/up")],
+        env={**mariadb_env, "PROFILE": "semi-sync"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert up.returncode == 0, up.stderr[-3000:]
+    source = connect(Endpoint("127.0.0.1", PORTS["SOURCE_PORT"], "root", "laglab", "mysql-source"), timeout=5)
+    try:
+        status = {
+            r["Variable_name"]: r["Value"] for r in query(source, "SHOW GLOBAL STATUS LIKE 'Rpl_semi_sync_master_%'")
+        }
+        assert status["Rpl_semi_sync_master_status"] == "ON"
+        assert status["Rpl_semi_sync_master_clients"] == "1"
+        before = int(status["Rpl_semi_sync_master_yes_tx"])
+        query(source, "CREATE TABLE IF NOT EXISTS lab.it_semi (id INT PRIMARY KEY)")
+        query(source, "INSERT INTO lab.it_semi VALUES (1)")
+        after = {
+            r["Variable_name"]: r["Value"]
+            for r in query(source, "SHOW GLOBAL STATUS LIKE 'Rpl_semi_sync_master_yes_tx'")
+        }
+        assert int(after["Rpl_semi_sync_master_yes_tx"]) >= before + 2  # both transactions acknowledged
+    finally:
+        source.close()
