@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import pymysql
 
-from . import config
+from . import config, consistency
 from .db import Endpoint, connect, quote_identifier
 
 NODES = 3
@@ -161,39 +161,33 @@ def primary(kind: Kind, nodes: list[Endpoint]) -> Endpoint:
     raise ClusterError(f"{kind.name} has no ONLINE primary")
 
 
-def _checksums(endpoint: Endpoint, database: str) -> dict[str, int | None]:
+def _summaries(endpoint: Endpoint, database: str) -> dict[str, dict]:
+    """table -> {"rows", "checksum"} for every table of `database` (consistency's per-table summary)."""
     conn = connect(endpoint, timeout=5, read_timeout=120)
     try:
-        tables = [
-            r["t"]
-            for r in _rows(
-                conn,
-                "SELECT TABLE_NAME AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA=%s AND TABLE_TYPE='BASE TABLE'",
-                (database,),
-            )
-        ]
-        out = {}
-        for table in sorted(tables):
-            row = _rows(conn, f"CHECKSUM TABLE {quote_identifier(database)}.{quote_identifier(table)}")[0]
-            out[table] = row["Checksum"]
-        return out
+        prefix = f"{database}."
+        return {
+            t.removeprefix(prefix): consistency.table_summary(conn, t)
+            for t in sorted(consistency.lab_tables(conn))
+            if t.startswith(prefix)
+        }
     finally:
         conn.close()
 
 
 def compare_tables(nodes: list[Endpoint], database: str, timeout: float) -> dict:
-    """Every table of `database` has the same checksum on every node; waits up to `timeout` for the
+    """Every table of `database` has the same row count and checksum on every node; waits up to `timeout` for the
     nodes to converge (secondaries apply asynchronously) before reporting differences."""
     deadline = time.monotonic() + timeout
     while True:
-        views = {e.name: _checksums(e, database) for e in nodes}
+        views = {e.name: _summaries(e, database) for e in nodes}
         first_name, first = nodes[0].name, views[nodes[0].name]
         differences = []
         for name, view in views.items():
             for table in sorted(set(first) | set(view)):
                 if first.get(table) != view.get(table):
                     differences.append(
-                        f"{database}.{table}: checksum {view.get(table)} on {name}, {first.get(table)} on {first_name}"
+                        f"{database}.{table}: {view.get(table)} on {name}, {first.get(table)} on {first_name}"
                     )
         if not differences or time.monotonic() > deadline:
             return {"identical": not differences, "differences": differences, "tables": sorted(first)}

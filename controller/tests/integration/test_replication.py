@@ -23,7 +23,7 @@ def test_inserted_rows_replicate(source, target):
         )
         return rows and rows["n"] == 200 and rows["s"] == sum(range(200))
 
-    wait_until(replicated, 20, message="200 rows on mysql-target")
+    assert wait_until(replicated, 20, message="200 rows on mysql-target")
     query(source, "DROP TABLE lab.it_rows")
 
 
