@@ -25,7 +25,7 @@ from ..load import LoadGenerator, Profile
 from ..replicators import drivers
 from ..results import Run, iso
 from ..shaping import verify
-from ..shaping.params import parse_request
+from ..shaping.params import format_time, parse_request
 from . import report
 from .spec import DRIVEN_KINDS, Plan, Point, describe_point
 
@@ -349,7 +349,7 @@ class ScenarioRun:
         shaping.clear()
         if s.replicator.kind in DRIVEN_KINDS:
             self._check(f"starting {s.replicator.kind}")
-            self._driver_for(s.replicator.kind).start(s.replicator, s.link.rtt_seconds)
+            self._driver_for(s.replicator.kind).start(s.replicator, s.link.rtt)
             self._check("waiting for the replica to catch up")
             self._wait_driver(300)
         else:
@@ -364,12 +364,12 @@ class ScenarioRun:
         self._check("verifying shaping")
         verification = self._verify(point)
         self._check("load (warm-up)")
-        seconds = int(s.warmup_seconds) + s.load.seconds
+        seconds = int(s.warmup) + s.load.seconds
         load_rows: list[dict] = []
         load_thread = threading.Thread(target=self._load, args=(point, seconds, load_rows), daemon=True)
         load_start = time.time()
         load_thread.start()
-        self._sleep(s.warmup_seconds)
+        self._sleep(s.warmup)
         window_start = time.time()
         binlog_at_window = self._binlog_bytes()
         self._check("load (measuring)")
@@ -390,7 +390,7 @@ class ScenarioRun:
     def _verify(self, point: Point) -> dict:
         s = point.scenario
         a, b = s.link.between
-        return self._verify_pair(a, b, s.link.rtt_seconds * 1000, s.verify, s.link.rate_bits)
+        return self._verify_pair(a, b, s.link.rtt * 1000, s.verify, s.link.rate_bits)
 
     def _verify_pair(self, a_name: str, b_name: str, asked_ms: float, tolerances, rate_bits: float | None) -> dict:
         """RTT (and throughput when a rate is set) from a to b, measured from inside the lab."""
@@ -471,7 +471,7 @@ class ScenarioRun:
         result = {
             "point": point.index + 1,
             "params": point.params,
-            "link": {"rtt": s.link.rtt, "rate": s.link.rate, "jitter": s.link.jitter, "loss": s.link.loss},
+            "link": s.link.model_dump(include={"rtt", "rate", "jitter", "loss"}),
             "load": {
                 "script": s.load.script,
                 "threads": s.load.threads,
@@ -518,12 +518,12 @@ class ScenarioRun:
             raise RuntimeError(f"{error}; start it with: make up PROFILE={kind.name}") from None
         if kind.name == "group-replication" and clusters.primary(kind, nodes) != writer:
             raise RuntimeError(f"{writer.name} is not the group's primary: cluster.write_node must name the primary")
-        if s.cluster.delay_seconds:
+        if s.cluster.delay:
             self._check("applying shaping")
-            shaping.put(delayed.name, parse_request({"delay": s.cluster.delay}))
+            shaping.put(delayed.name, parse_request({"delay": format_time(s.cluster.delay)}))
         self._check("verifying shaping")
         # Only the delayed node's sending side waits: the writer's RTT to it is the delay itself.
-        verification = self._verify_pair(writer.name, delayed.name, s.cluster.delay_seconds * 1000, s.verify, None)
+        verification = self._verify_pair(writer.name, delayed.name, s.cluster.delay * 1000, s.verify, None)
         self._check("load (mysqlslap)")
         rows: list[dict] = []
         started = time.time()
@@ -540,7 +540,7 @@ class ScenarioRun:
                 "kind": kind.name,
                 "write_node": writer.name,
                 "delayed_node": delayed.name,
-                "delay_ms": s.cluster.delay_seconds * 1000,
+                "delay_ms": s.cluster.delay * 1000,
             },
             "load": {"tool": s.load.tool, "threads": s.load.threads, "queries": s.load.queries},
             "replicator": s.replicator.model_dump(),

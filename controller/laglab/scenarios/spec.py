@@ -12,13 +12,23 @@ import copy
 import itertools
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from ..load import SCRIPTS
-from ..shaping.params import ParamError, parse_percent, parse_rate, parse_time
+from ..shaping.params import ParamError, format_time, parse_percent, parse_rate, parse_time
 
 METRICS = ("max_lag_seconds", "p95_lag_seconds", "lag_slope", "tps", "qps", "link_mbit", "load_seconds")
 SWEEPABLE = (
@@ -57,12 +67,25 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-def _time(value: object, info, high: float = 86400.0) -> str:
-    try:
-        seconds = parse_time(info.field_name, value, high=high)
-    except ParamError as error:
-        raise ValueError(error.message) from None
-    return str(value) if isinstance(value, str) else f"{seconds}s"
+def _seconds(high: float):
+    """A scenario time: '125ms', '1.5s', '500us' -> seconds, parsed once here and never again.
+
+    A bare number is refused with the units to use: in tc a bare number means microseconds, in a
+    scenario file most people would mean seconds, and guessing either way silently changes an
+    experiment by a factor of a million. Dumped (results, resolved copy) as a time string again."""
+
+    def parse(value: object, info: ValidationInfo) -> float:
+        bare = value.strip() if isinstance(value, str) else value
+        if isinstance(bare, str) and re.fullmatch(r"[\d.]+", bare):
+            bare = float(bare)
+        if isinstance(bare, (int, float)) and not isinstance(bare, bool):
+            raise ValueError(f"{value!r} has no unit; write it like '{bare:g}s' or '{bare:g}ms' (units: us, ms, s)")
+        try:
+            return parse_time(info.field_name, value, high=high)
+        except ParamError as error:
+            raise ValueError(error.message) from None
+
+    return Annotated[float, BeforeValidator(parse), PlainSerializer(format_time, return_type=str)]
 
 
 class Replicator(_Model):
@@ -98,7 +121,10 @@ class Replicator(_Model):
         allowed = own.get(self.kind, ())
         for kind, names in own.items():
             for name in names:
-                if kind != self.kind and name in self.model_fields_set and name not in allowed:
+                # (a default value is no choice: the resolved copy of a run names every option)
+                default = type(self).model_fields[name].default
+                set_here = name in self.model_fields_set and getattr(self, name) != default
+                if kind != self.kind and set_here and name not in allowed:
                     raise ValueError(f"replicator.{name}: an option of kind {kind}, not {self.kind}")
         return self
 
@@ -117,15 +143,10 @@ class Data(_Model):
 
 class Link(_Model):
     between: tuple[str, str] = ("mysql-source", "mysql-target")
-    rtt: str = "0ms"
-    jitter: str = "0ms"
+    rtt: _seconds(120.0) = 0.0
+    jitter: _seconds(120.0) = 0.0
     loss: str = "0%"
     rate: str | None = None
-
-    @field_validator("rtt", "jitter", mode="before")
-    @classmethod
-    def _times(cls, value, info):
-        return _time(value, info, high=120.0)
 
     @field_validator("loss", mode="before")
     @classmethod
@@ -148,21 +169,16 @@ class Link(_Model):
         return value
 
     @property
-    def rtt_seconds(self) -> float:
-        return parse_time("rtt", self.rtt, high=120.0)
-
-    @property
     def rate_bits(self) -> float | None:
         return parse_rate("rate", self.rate) if self.rate else None
 
     def shaping_body(self) -> dict:
         """What each end of the link gets: half the RTT (as the reference experiments did), the rate."""
         body: dict = {}
-        if self.rtt_seconds:
-            body["delay"] = f"{self.rtt_seconds * 1000 / 2:g}ms"
-        jitter = parse_time("jitter", self.jitter)
-        if jitter:
-            body["jitter"] = f"{jitter * 1000 / 2:g}ms"
+        if self.rtt:
+            body["delay"] = f"{self.rtt * 1000 / 2:g}ms"
+        if self.jitter:
+            body["jitter"] = f"{self.jitter * 1000 / 2:g}ms"
         if parse_percent("loss", self.loss):
             body["loss"] = self.loss
         if self.rate:
@@ -175,16 +191,7 @@ class Cluster(_Model):
 
     write_node: int = Field(1, ge=1, le=3)
     delayed_node: int = Field(3, ge=1, le=3)
-    delay: str = "0ms"
-
-    @field_validator("delay", mode="before")
-    @classmethod
-    def _delay(cls, value, info):
-        return _time(value, info, high=60.0)
-
-    @property
-    def delay_seconds(self) -> float:
-        return parse_time("delay", self.delay, high=60.0)
+    delay: _seconds(60.0) = 0.0
 
 
 class Load(_Model):
@@ -192,7 +199,7 @@ class Load(_Model):
     script: Literal[SCRIPTS] = "oltp_write_only"  # type: ignore[valid-type]
     threads: int = Field(4, ge=1, le=1024)
     rate: int = Field(0, ge=0, le=1_000_000, description="transactions per second (sysbench --rate); 0 = unlimited")
-    duration: str = "60s"
+    duration: _seconds(86400.0) = 60.0
     target: str = "mysql-source"
     protocol: Literal["plain", "compressed", "tls"] = "plain"  # sysbench --mysql-compression / --mysql-ssl
     # mysqlslap: `threads` is --concurrency; it runs `queries` of `query` once (duration is not used).
@@ -200,14 +207,10 @@ class Load(_Model):
     queries: int = Field(500, ge=1, le=10_000_000)
     setup: str = "CREATE TABLE IF NOT EXISTS laglab_slap (id BIGINT AUTO_INCREMENT PRIMARY KEY, c CHAR(5))"
 
-    @field_validator("duration", mode="before")
-    @classmethod
-    def _duration(cls, value, info):
-        return _time(value, info, high=86400.0)
-
     @property
     def seconds(self) -> int:
-        return max(1, round(parse_time("duration", self.duration, high=86400.0)))
+        """sysbench --time takes whole seconds."""
+        return max(1, round(self.duration))
 
 
 class Verify(_Model):
@@ -243,7 +246,7 @@ class Scenario(_Model):
     data: Data = Data()
     link: Link = Link()
     load: Load = Load()
-    warmup: str = "5s"
+    warmup: _seconds(3600.0) = 5.0
     verify: Verify = Verify()
     cluster: Cluster | None = None
     assertions: list[Assertion] = []
@@ -265,11 +268,6 @@ class Scenario(_Model):
                 raise ValueError("load.tool: cluster scenarios run mysqlslap (or none)")
         return self
 
-    @field_validator("warmup", mode="before")
-    @classmethod
-    def _warmup(cls, value, info):
-        return _time(value, info, high=3600.0)
-
     @field_validator("assertions", mode="before")
     @classmethod
     def _assertions(cls, value):
@@ -282,10 +280,6 @@ class Scenario(_Model):
                 item = {"metric": match.group(1), "op": match.group(2), "value": float(match.group(3))}
             out.append(item)
         return out
-
-    @property
-    def warmup_seconds(self) -> float:
-        return parse_time("warmup", self.warmup, high=3600.0)
 
 
 class Point(_Model):
@@ -307,7 +301,7 @@ class Plan(_Model):
                 per_point.append(20 + p.scenario.load.queries / max(1, p.scenario.load.threads) * 0.05)
                 continue
             verify = 3 + (2 * p.scenario.verify.throughput_seconds + 2 if p.scenario.link.rate else 0)
-            per_point.append(10 + verify + p.scenario.warmup_seconds + p.scenario.load.seconds)
+            per_point.append(10 + verify + p.scenario.warmup + p.scenario.load.seconds)
         return sum(per_point) + 30  # data preparation check, consistency check
 
 

@@ -175,13 +175,13 @@ def test_wan_sync_cluster_expands_per_cluster_type_delay_and_threads():
     plan = load_file(SCENARIOS / "wan-sync-cluster.yaml")
     assert len(plan.points) == 2 * 3 * 6
     first = plan.points[0].scenario
-    assert (first.replicator.kind, first.cluster.delay_seconds, first.load.threads) == ("galera", 0.0, 1)
+    assert (first.replicator.kind, first.cluster.delay, first.load.threads) == ("galera", 0.0, 1)
     last = plan.points[-1].scenario
-    assert (last.replicator.kind, last.cluster.delay_seconds, last.load.threads) == ("group-replication", 0.1, 64)
+    assert (last.replicator.kind, last.cluster.delay, last.load.threads) == ("group-replication", 0.1, 64)
     assert last.load.queries == 500 and "char(5)" in last.load.setup.lower()
     quick = load_file(SCENARIOS / "wan-sync-cluster.yaml", quick=True)
     assert sorted({p.scenario.replicator.kind for p in quick.points}) == ["galera", "group-replication"]
-    assert {p.scenario.cluster.delay for p in quick.points} == {"100ms"}
+    assert {p.scenario.cluster.delay for p in quick.points} == {0.1}
 
 
 def test_cluster_report_from_a_stored_run(tmp_path):

@@ -109,9 +109,7 @@ def test_dtle_options_from_a_scenario_point():
     )
     point = plan.points[0].scenario
     assert point.link.between == ("dtle-src", "dtle-dst")  # the agents' link unless the file says
-    options = drivers.DtleDriver(lab=None, nomad=object(), http=object()).options(
-        point.replicator, point.link.rtt_seconds
-    )
+    options = drivers.DtleDriver(lab=None, nomad=object(), http=object()).options(point.replicator, point.link.rtt)
     assert options == dtle.JobOptions(group_max_size=1048576, group_timeout_ms=240, repl_chan_buffer_size=600)
 
 

@@ -132,3 +132,15 @@ def test_mysqlslap_load():
     summary = "Benchmark\n\tAverage number of seconds to run all queries: 0.421 seconds\n\tMinimum number of seconds to run all queries: 0.421 seconds\n"
     assert parse_mysqlslap(summary) == 0.421
     assert parse_mysqlslap("mysqlslap: Error when connecting") is None
+
+
+def test_times_are_seconds_parsed_once_and_dumped_as_times():
+    """Defect: `duration: 60` validated, then eta_seconds() re-parsed '5.99e-05s' and crashed."""
+    plan = load_text("name: x\nload: {duration: 90s}\nwarmup: 1500ms\nlink: {rtt: 250ms, jitter: 2ms}\n")
+    s = plan.points[0].scenario
+    assert (s.load.duration, s.load.seconds, s.warmup, s.link.rtt, s.link.jitter) == (90.0, 90, 1.5, 0.25, 0.002)
+    assert plan.eta_seconds() == pytest.approx(10 + 3 + 1.5 + 90 + 30)
+    dumped = plan.scenario.model_dump(mode="json")
+    assert (dumped["load"]["duration"], dumped["warmup"], dumped["link"]["rtt"]) == ("90s", "1500ms", "250ms")
+    again = load_text(json.dumps(dumped)).points[0].scenario  # the resolved copy loads back the same
+    assert again == s
