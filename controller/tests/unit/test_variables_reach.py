@@ -1,0 +1,50 @@
+"""Defect: SEMI_SYNC_TIMEOUT_MS was documented and validated but never reached a container. Every
+variable of config.VARIABLES must reach the service that uses it."""
+
+import re
+from pathlib import Path
+
+import yaml
+
+from laglab import config
+
+ROOT = Path(__file__).resolve().parents[3]
+# Read by make up on the host, not by a container: where they go instead.
+HOST_SIDE = {
+    "BASE_IMAGE": "scripts/images resolves it to RESOLVED_BASE_IMAGE (the builds' BASE_IMAGE arg)",
+    "CONTROLLER_BIND": "the published address of the controller's port",
+    "CONTROLLER_PORT": "the published port of the controller",
+    "EXTRA_CA_BUNDLE": "a build secret of the controller image",
+}
+CONTROLLER_SIDE_FILES = ("client.py",)  # laglab modules that run on the host, not in the controller
+
+
+def compose():
+    return yaml.safe_load((ROOT / "compose.yaml").read_text())
+
+
+def test_every_variable_the_controller_code_reads_is_in_its_environment():
+    env = compose()["x-controller-env"]
+    missing = {}
+    for path in (ROOT / "controller" / "laglab").rglob("*.py"):
+        if path.name in ("config.py", *CONTROLLER_SIDE_FILES):
+            continue
+        text = path.read_text()
+        for name in config.BY_NAME:
+            if name not in HOST_SIDE and re.search(rf"\.{name}\b|[\x27\"]{name}[\x27\"]", text) and name not in env:
+                missing.setdefault(name, []).append(path.name)
+    assert missing == {}
+
+
+def test_every_documented_variable_reaches_compose():
+    readme, text = (ROOT / "README.md").read_text(), (ROOT / "compose.yaml").read_text()
+    documented = [v.name for v in config.VARIABLES if v.name in readme or v.name[:-6] in readme]
+    assert len(documented) == len(config.VARIABLES)  # the README documents each one (or its NODE* family)
+    unused = [name for name in documented if "${" + name not in text and name not in HOST_SIDE]
+    assert unused == []
+    for name in HOST_SIDE:
+        assert name in (ROOT / "scripts" / "up").read_text() + (ROOT / "scripts" / "images").read_text() + text
+
+
+def test_the_controller_image_sees_the_semi_sync_timeout():
+    assert compose()["x-controller-env"]["SEMI_SYNC_TIMEOUT_MS"] == "${SEMI_SYNC_TIMEOUT_MS:-10000}"
