@@ -13,8 +13,12 @@ command -v "$PYTHON" >/dev/null 2>&1 || die "python3 is needed on the host (3.11
 load_config() {
   local out
   out=$(PYTHONPATH="$ROOT/controller" "$PYTHON" -m laglab.config check --env-file "$ENV_FILE" "$@") || exit 2
+  # Exported, every one: the scripts and tools started from here (lag-now, run, bench-*, compose)
+  # must see what .env says, LAB_API_TOKEN included, and which env file that was.
+  set -a
   eval "$out"
-  export COMPOSE_PROJECT_NAME
+  set +a
+  export LAGLAB_ENV_FILE=$ENV_FILE
 }
 
 # The block at the end of .env that records what `make up` resolved (images actually used).
