@@ -8,12 +8,11 @@ Together with lag.csv (same clock) this plots bandwidth used next to lag.
 
 from __future__ import annotations
 
-import collections
 import threading
 import time
 
 from .containers import Containers
-from .results import Run, iso
+from .results import Fanout, Run, iso
 from .shaping.executor import Executor
 
 CHAIN = "LAGLAB_ACCT"
@@ -51,8 +50,16 @@ def with_rates(row: dict, previous: dict | None) -> dict:
         rate_key = key.replace("_bytes", "_bytes_per_second")
         out[rate_key] = None
         if previous and row.get(key) is not None and previous.get(key) is not None and row["epoch"] > previous["epoch"]:
-            out[rate_key] = round((row[key] - previous[key]) / (row["epoch"] - previous["epoch"]), 1)
+            # A counter that went down was reset (the counting chain or the container re-created):
+            # what it counts now is all that passed since.
+            delta = counter_delta(previous[key], row[key])
+            out[rate_key] = round(delta / (row["epoch"] - previous["epoch"]), 1)
     return out
+
+
+def counter_delta(before: int, after: int) -> int:
+    """Bytes counted between two readings of one counter; a counter that went down was reset to 0."""
+    return after - before if after >= before else after
 
 
 class Counters:
@@ -60,7 +67,7 @@ class Counters:
         self.containers, self.executor, self.interval = containers, executor, interval
         self.series = run.series("links.csv", COLUMNS)
         self.latest: list[dict] = []
-        self.history: collections.deque[dict] = collections.deque(maxlen=20000)  # the last ~hour of rows
+        self.feed = Fanout("links")  # every sample's rows, as they are taken (scenario runs subscribe)
         self._prepared: dict[str, tuple[int, tuple[str, ...]]] = {}
         self._previous: dict[tuple, dict] = {}
         self._stop = threading.Event()
@@ -106,7 +113,7 @@ class Counters:
                     )
         for row in rows:
             self.series.append(row)
-        self.history.extend(rows)
+        self.feed.publish(rows)
         self.latest = [with_rates(row, self._previous.get((row["kind"], row["service"], row["peer"]))) for row in rows]
         self._previous = {(row["kind"], row["service"], row["peer"]): row for row in rows}
         return rows

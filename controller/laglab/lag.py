@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 import pymysql
 
 from .db import META_SCHEMA, Dialect, Endpoint, connect, replica_field, server_dialect
-from .results import Run, iso
+from .results import Fanout, Run, iso
 
 COLUMNS = [
     "time",
@@ -147,6 +147,7 @@ class LagRecorder:
         self.run = run
         self.samples: collections.deque[LagSample] = collections.deque(maxlen=max(10, int(window_seconds / interval)))
         self.series = run.series("lag.csv", COLUMNS)
+        self.feed = Fanout("lag")  # every sample, as it is taken (scenario runs subscribe)
         self._stop = threading.Event()
         self._seq = int(time.time() * 1000)  # increasing across controller restarts
         self._src = self._dst = None
@@ -220,6 +221,7 @@ class LagRecorder:
             )
         self.samples.append(sample)
         self.series.append(sample.as_dict())
+        self.feed.publish(sample)
         if sample.status == "gap" and self._dst is None:
             self._stop.wait(min(1.0, self.interval * 5))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import platform
 import threading
 import time
@@ -68,3 +69,31 @@ class Series:
     def close(self) -> None:
         with self._lock:
             self._file.close()
+
+
+class Fanout:
+    """Hands every sample a recorder takes to its subscribers (a scenario run streams its own files
+    from them), so nobody has to copy samples out of a bounded in-memory buffer afterwards."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self._subscribers: list = []
+        self._lock = threading.Lock()
+
+    def subscribe(self, fn) -> None:
+        with self._lock:
+            self._subscribers.append(fn)
+
+    def unsubscribe(self, fn) -> None:
+        with self._lock:
+            if fn in self._subscribers:
+                self._subscribers.remove(fn)
+
+    def publish(self, item) -> None:
+        with self._lock:
+            subscribers = list(self._subscribers)
+        for fn in subscribers:
+            try:
+                fn(item)
+            except Exception:  # a subscriber's failure must not stop the recorder
+                logging.getLogger("laglab").exception("%s subscriber failed", self.name)

@@ -21,12 +21,13 @@ import yaml
 
 from .. import clusters, consistency, replication
 from ..db import Endpoint, connect, executed_gtids, server_dialect
-from ..load import LoadGenerator, Profile
+from ..load import Profile
 from ..replicators import drivers
 from ..results import Run, iso
 from ..shaping import verify
 from ..shaping.params import format_time, parse_request
 from . import report
+from .recording import PointRecording
 from .spec import DRIVEN_KINDS, Plan, Point, describe_point
 
 log = logging.getLogger("laglab.runs")
@@ -46,25 +47,6 @@ LINK_COLUMNS = ["point", "time", "epoch", "kind", "service", "peer", "rx_bytes",
 
 class Interrupted(Exception):
     pass
-
-
-def slope(samples: list[tuple[float, float]]) -> float | None:
-    """Least-squares slope (seconds of lag per second) of (time, lag) pairs."""
-    if len(samples) < 2:
-        return None
-    xs, ys = zip(*samples, strict=True)
-    mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
-    var = sum((x - mean_x) ** 2 for x in xs)
-    if var == 0:
-        return None
-    return sum((x - mean_x) * (y - mean_y) for x, y in samples) / var
-
-
-def percentile(values: list[float], p: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
 class ScenarioRun:
@@ -87,7 +69,8 @@ class ScenarioRun:
         self._load_series = self.run.series("load.csv", LOAD_COLUMNS)
         self._lag_series = self.run.series("lag.csv", LAG_COLUMNS)
         self._link_series = self.run.series("links.csv", LINK_COLUMNS)
-        self.load = LoadGenerator(lab.shaping.containers, lab.settings)
+        self.load = lab.load  # the lab's one load generator (the dashboard's load panel uses it too)
+        self._recording: PointRecording | None = None
         self.driver = None  # DTLE or DM, started per point (laglab.replicators.drivers)
         self._semi_sync_before: bool | None = None
 
@@ -136,6 +119,9 @@ class ScenarioRun:
         self.run.write_json("scenario.json", {"plan": self.plan.model_dump(mode="json")})
         (self.run.path / "scenario.yaml").write_text(self._resolved_yaml())
         consistency_report = None
+        feeds = self._feeds()
+        for feed, fn in feeds:
+            feed.subscribe(fn)
         try:
             self.run.write_json("environment.json", self._environment())
             self._check("preparing data")
@@ -169,6 +155,8 @@ class ScenarioRun:
             log.error("run %s failed: %s", self.id, traceback.format_exc())
         finally:
             self.step = "cleanup"
+            for feed, fn in feeds:
+                feed.unsubscribe(fn)
             self._cleanup()
             self.finished = time.time()
             self.run.write_json("summary.json", self._summary_doc(consistency_report))
@@ -179,6 +167,14 @@ class ScenarioRun:
             except Exception as error:  # a report problem must not hide the run's own status
                 log.error("report for %s failed: %s", self.id, error)
             self.step = "done"
+
+    def _feeds(self) -> list:
+        """The recorders this run streams from, each with the subscriber that hands a sample to the
+        point being recorded (samples between points are in the lab's live files only)."""
+        feeds = [(self.lab.recorder.feed, lambda sample: self._recording and self._recording.on_lag(sample))]
+        if self.lab.counters is not None:
+            feeds.append((self.lab.counters.feed, lambda rows: self._recording and self._recording.on_links(rows)))
+        return feeds
 
     def _resolved_yaml(self) -> str:
         doc = {
@@ -368,9 +364,18 @@ class ScenarioRun:
         load_rows: list[dict] = []
         load_thread = threading.Thread(target=self._load, args=(point, seconds, load_rows), daemon=True)
         load_start = time.time()
+        self._recording = PointRecording(
+            point.index + 1,
+            load_start,
+            self._lag_series,
+            self._link_series,
+            links=(s.link.between, s.link.between[::-1]),
+            feeds=("lag", "links") if self.lab.counters is not None else ("lag",),
+        )
         load_thread.start()
         self._sleep(s.warmup)
         window_start = time.time()
+        self._recording.measure_from(window_start)
         binlog_at_window = self._binlog_bytes()
         self._check("load (measuring)")
         replicator_samples: list[tuple[float, dict]] = []
@@ -380,6 +385,7 @@ class ScenarioRun:
             self._sleep(0.5 if self.driver is None else 1.0)
         window_end = time.time()
         binlog_after = self._binlog_bytes()
+        self._recording.close(window_end)
         result = self._summarise(
             point, verification, load_rows, load_start, window_start, window_end, binlog_after - binlog_at_window
         )
@@ -428,7 +434,7 @@ class ScenarioRun:
             rows.append(row)
             self._load_series.append(row)
 
-        self.load.start(self._profile(point), seconds, on_row=keep)
+        self.load.start(self._profile(point), seconds, on_row=keep, owner=self.id)
         self.load.wait()
 
     def _mysqlslap(self, point: Point, rows: list[dict], target: str | None = None) -> None:
@@ -456,17 +462,10 @@ class ScenarioRun:
 
     def _summarise(self, point, verification, load_rows, load_start, start, end, binlog_bytes) -> dict:
         s = point.scenario
-        recorder, counters = self.lab.recorder, self.lab.counters
-        samples = [x for x in recorder.window(end - load_start + 5) if load_start <= x.epoch <= end]
-        for x in samples:
-            self._lag_series.append({"point": point.index + 1, **x.as_dict()})
-        measured = [x for x in samples if x.epoch >= start and x.lag_seconds is not None]
-        lags = [x.lag_seconds for x in measured]
-        links = [r for r in counters.history if load_start <= r["epoch"] <= end] if counters else []
-        for r in links:
-            self._link_series.append({"point": point.index + 1, **r})
-        link_mbit = _link_mbit(links, s.link.between[0], s.link.between[1], start, end)
-        reverse_mbit = _link_mbit(links, s.link.between[1], s.link.between[0], start, end)
+        figures = self._recording.figures()
+        self._recording = None
+        links = figures.pop("links_mbit")
+        link_mbit, reverse_mbit = links.get(tuple(s.link.between)), links.get(tuple(s.link.between[::-1]))
         window = load_rows if s.load.tool == "mysqlslap" else [r for r in load_rows if r["epoch"] >= start]
         result = {
             "point": point.index + 1,
@@ -481,11 +480,7 @@ class ScenarioRun:
             "replicator": s.replicator.model_dump(),
             "verification": verification,
             "measured_seconds": round(end - start, 1),
-            "lag_samples": len(lags),
-            "gaps": sum(1 for x in samples if x.status != "ok"),
-            "max_lag_seconds": round(max(lags), 3) if lags else None,
-            "p95_lag_seconds": round(percentile(lags, 95), 3) if lags else None,
-            "lag_slope": None if len(measured) < 2 else round(slope([(x.epoch, x.lag_seconds) for x in measured]), 5),
+            **figures,
             "tps": round(statistics.fmean(r["tps"] for r in window), 2) if window else None,
             "load_seconds": window[-1]["elapsed_s"] if window and s.load.tool == "mysqlslap" else None,
             "qps": round(statistics.fmean(r["qps"] for r in window), 2) if window else None,
@@ -603,8 +598,8 @@ class ScenarioRun:
                 self.reason = self.reason or f"cleanup: {error}"
 
     def _stop_load(self) -> None:
-        if self.load.running:
-            self.load.stop()
+        if self.load.running and self.load.owner == self.id:
+            self.load.stop(wait=15)
 
 
 def replicator_summary(samples: list[tuple[float, dict]]) -> dict:
@@ -619,15 +614,3 @@ def replicator_summary(samples: list[tuple[float, dict]]) -> dict:
             else None
         )
     return out
-
-
-def _link_mbit(rows: list[dict], service: str, peer: str, start: float, end: float) -> float | None:
-    points = sorted(
-        (r["epoch"], int(r["tx_bytes"]))
-        for r in rows
-        if r["kind"] == "link" and r["service"] == service and r["peer"] == peer
-    )
-    inside = [p for p in points if start - 1.5 <= p[0] <= end + 1.5]
-    if len(inside) < 2 or inside[-1][0] == inside[0][0]:
-        return None
-    return round((inside[-1][1] - inside[0][1]) * 8 / 1e6 / (inside[-1][0] - inside[0][0]), 4)

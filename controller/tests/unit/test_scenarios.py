@@ -9,7 +9,7 @@ import pytest
 
 from laglab.load import parse_sysbench_line
 from laglab.scenarios import report
-from laglab.scenarios.runner import percentile, slope
+from laglab.scenarios.recording import percentile, slope
 from laglab.scenarios.spec import ScenarioError, load_file, load_text
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -1,0 +1,181 @@
+"""One point's recording: the lag and link samples the recorders publish, streamed into the run's own
+lag.csv and links.csv as they arrive, and the running figures of the measured window.
+
+Nothing is copied out of a recorder's bounded in-memory buffer afterwards, so a point of any length
+(load.duration goes up to 24 h) is recorded whole. Memory per point: one float per lag sample of the
+measured window (for the exact p95) and a few numbers per link.
+"""
+
+from __future__ import annotations
+
+import array
+import math
+import threading
+from dataclasses import dataclass
+
+from ..counters import counter_delta
+
+
+def percentile(values, p: float) -> float | None:
+    if not len(values):
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def slope(samples: list[tuple[float, float]]) -> float | None:
+    """Least-squares slope (seconds of lag per second) of (time, lag) pairs."""
+    if not samples:
+        return None
+    running = RunningSlope(samples[0][0])
+    for t, y in samples:
+        running.add(t, y)
+    return running.value
+
+
+class RunningSlope:
+    """Least-squares slope of (time, value) pairs, kept as sums (times relative to `origin`)."""
+
+    def __init__(self, origin: float):
+        self.origin = origin
+        self.n = 0
+        self.sx = self.sy = self.sxx = self.sxy = 0.0
+
+    def add(self, t: float, y: float) -> None:
+        x = t - self.origin
+        self.n += 1
+        self.sx += x
+        self.sy += y
+        self.sxx += x * x
+        self.sxy += x * y
+
+    @property
+    def value(self) -> float | None:
+        if self.n < 2:
+            return None
+        var = self.sxx - self.sx * self.sx / self.n
+        if var <= 0 or math.isclose(var, 0.0, abs_tol=1e-12):
+            return None
+        return (self.sxy - self.sx * self.sy / self.n) / var
+
+
+@dataclass
+class _LinkBytes:
+    first_epoch: float
+    last_epoch: float
+    last_count: int
+    total: int = 0
+
+    def add(self, epoch: float, count: int) -> None:
+        self.total += counter_delta(self.last_count, count)
+        self.last_epoch, self.last_count = epoch, count
+
+    @property
+    def mbit(self) -> float | None:
+        if self.last_epoch <= self.first_epoch:
+            return None
+        return round(self.total * 8 / 1e6 / (self.last_epoch - self.first_epoch), 4)
+
+
+class PointRecording:
+    """Opened when a point's load starts; `measure_from` when the warm-up ends; `close` at the end."""
+
+    LINK_SLACK = 1.5  # link counters tick once a second: one reading either side of the window
+
+    def __init__(
+        self,
+        point: int,
+        load_start: float,
+        lag_series,
+        link_series,
+        links: tuple[tuple[str, str], ...],
+        feeds: tuple[str, ...] = ("lag", "links"),
+    ):
+        self.point, self.load_start = point, load_start
+        self.lag_series, self.link_series = lag_series, link_series
+        self.links = links
+        self.start: float | None = None
+        self.end: float | None = None
+        self.lags = array.array("d")
+        self.slope: RunningSlope | None = None
+        self.gaps = 0
+        self._before: dict[tuple[str, str], list[tuple[float, int]]] = {}
+        self._bytes: dict[tuple[str, str], _LinkBytes] = {}
+        self._lock = threading.Lock()
+        self._past_end = {name: threading.Event() for name in feeds}  # only the feeds that will publish
+
+    # --- subscribers of the recorders' feeds ---
+    def on_lag(self, sample) -> None:
+        with self._lock:
+            if sample.epoch < self.load_start:
+                return
+            if self.end is not None and sample.epoch > self.end:
+                self._past_end.get("lag", threading.Event()).set()
+                return
+            self.lag_series.append({"point": self.point, **sample.as_dict()})
+            if sample.status != "ok":
+                self.gaps += 1
+            if self.start is not None and sample.epoch >= self.start and sample.lag_seconds is not None:
+                self.lags.append(sample.lag_seconds)
+                self.slope.add(sample.epoch, sample.lag_seconds)
+
+    def on_links(self, rows: list[dict]) -> None:
+        with self._lock:
+            for row in rows:
+                epoch = row["epoch"]
+                if epoch < self.load_start:
+                    continue
+                if self.end is not None and epoch > self.end:
+                    self._past_end.get("links", threading.Event()).set()
+                    if epoch > self.end + self.LINK_SLACK:
+                        continue
+                else:
+                    self.link_series.append({"point": self.point, **row})
+                pair = (row["service"], row["peer"])
+                if row["kind"] != "link" or pair not in self.links:
+                    continue
+                if self.start is None:
+                    self._before.setdefault(pair, []).append((epoch, int(row["tx_bytes"])))
+                    self._before[pair] = self._before[pair][-4:]
+                else:
+                    self._count(pair, epoch, int(row["tx_bytes"]))
+
+    def _count(self, pair, epoch: float, count: int) -> None:
+        if epoch < self.start - self.LINK_SLACK:
+            return
+        current = self._bytes.get(pair)
+        if current is None:
+            self._bytes[pair] = _LinkBytes(epoch, epoch, count)
+        else:
+            current.add(epoch, count)
+
+    # --- the point's phases ---
+    def measure_from(self, start: float) -> None:
+        with self._lock:
+            self.start = start
+            self.slope = RunningSlope(start)
+            for pair, rows in self._before.items():
+                for epoch, count in rows:
+                    self._count(pair, epoch, count)
+            self._before.clear()
+
+    def close(self, end: float, wait: float = 3.0) -> None:
+        """The window ends at `end`; samples taken up to then may still be on their way: wait (at most
+        `wait` seconds per feed) for the first one taken after it."""
+        with self._lock:
+            self.end = end
+        for event in self._past_end.values():
+            event.wait(wait)
+
+    def figures(self) -> dict:
+        with self._lock:
+            lags = self.lags
+            slope = self.slope.value if self.slope else None
+            return {
+                "lag_samples": len(lags),
+                "gaps": self.gaps,
+                "max_lag_seconds": round(max(lags), 3) if lags else None,
+                "p95_lag_seconds": round(percentile(lags, 95), 3) if lags else None,
+                "lag_slope": None if slope is None else round(slope, 5),
+                "links_mbit": {pair: b.mbit for pair, b in self._bytes.items()},
+            }
