@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import collections
 import io
+import os
 import re
+import signal
 import tarfile
 import threading
 import time
@@ -97,17 +99,33 @@ def sysbench_argv(
     return [*argv, command]
 
 
-class LoadGenerator:
-    """sysbench in the loadgen container, one at a time per generator."""
+class LoadBusy(RuntimeError):
+    """The lab's one load generator is in use by `owner` ("panel" or a run id)."""
 
-    def __init__(self, containers, settings):
+    def __init__(self, owner: str):
+        super().__init__(f"a load is already running (started by {owner})")
+        self.owner = owner
+
+
+class LoadGenerator:
+    """sysbench in the loadgen container: the lab has one, shared by the dashboard's load panel and
+    scenario runs, so two loads never run at once. A load is stopped by its own process id (the
+    controller shares the host's PID namespace), never by a pattern that could hit another one."""
+
+    def __init__(self, containers, settings, kill=os.kill, cmdline=None):
         self.containers, self.settings = containers, settings
         self.rows: collections.deque[dict] = collections.deque(maxlen=3600)
         self.profile: Profile | None = None
+        self.owner: str | None = None
         self.started: float | None = None
         self.seconds: int | None = None
         self.error: str | None = None
+        self.pid: int | None = None  # the running sysbench, as the host sees it
+        self.stopping = False
         self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._kill = kill
+        self._cmdline = cmdline or _cmdline
 
     def container(self):
         lab = self.containers.list()
@@ -154,20 +172,38 @@ class LoadGenerator:
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def start(self, profile: Profile, seconds: int, on_row=None) -> None:
-        if self.running:
-            raise RuntimeError("a load is already running")
-        self.profile, self.seconds, self.started, self.error = profile, seconds, time.time(), None
-        if profile.protocol == "tls":
-            self.ensure_tls_files(profile.target)
-        loadgen = self.container()
-        argv = self.argv(profile, "run", seconds)
-        self._thread = threading.Thread(target=self._follow, args=(loadgen, argv, on_row), name="load", daemon=True)
-        self._thread.start()
+    def start(self, profile: Profile, seconds: int, on_row=None, owner: str = "panel") -> None:
+        with self._lock:
+            if self.running:
+                raise LoadBusy(self.owner or "?")
+            self.profile, self.seconds, self.started, self.error = profile, seconds, time.time(), None
+            self.owner, self.pid, self.stopping = owner, None, False
+            if profile.protocol == "tls":
+                self.ensure_tls_files(profile.target)
+            loadgen = self.container()
+            argv = self.argv(profile, "run", seconds)
+            workdir = self.TLS_DIR if profile.protocol == "tls" else None
+            api = self.containers.client.api
+            exec_id = api.exec_create(loadgen.id, argv, workdir=workdir)["Id"]
+            stream = api.exec_start(exec_id, stream=True)
+            self._thread = threading.Thread(target=self._follow, args=(stream, on_row), name="load", daemon=True)
+            self._thread.start()
+            self.pid = self._exec_pid(api, exec_id)
 
-    def _follow(self, loadgen, argv, on_row) -> None:
+    @staticmethod
+    def _exec_pid(api, exec_id: str, timeout: float = 5.0) -> int | None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            info = api.exec_inspect(exec_id)
+            if info.get("Pid"):
+                return int(info["Pid"])
+            if not info.get("Running", True):
+                return None  # already over
+            time.sleep(0.05)
+        return None
+
+    def _follow(self, stream, on_row) -> None:
         try:
-            _, stream = loadgen.exec_run(argv, stream=True, workdir=self.TLS_DIR if "--mysql-ssl=on" in argv else None)
             buffer = ""
             for chunk in stream:
                 buffer += chunk.decode(errors="replace")
@@ -217,17 +253,37 @@ class LoadGenerator:
         if self._thread:
             self._thread.join(timeout)
 
-    def stop(self) -> None:
-        self.container().exec_run(["pkill", "-f", "^sysbench"])
-        self.wait(10)
+    def stop(self, wait: float = 0.0) -> None:
+        """SIGTERM to this load's own sysbench; returns at once unless asked to `wait` for its end."""
+        pid = self.pid
+        if self.running and pid and "sysbench" in self._cmdline(pid):  # a recycled PID is left alone
+            self.stopping = True
+            try:
+                self._kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        if wait:
+            self.wait(wait)
 
     def status(self) -> dict:
         latest = self.rows[-1] if self.rows else None
         return {
             "running": self.running,
+            "stopping": self.running and self.stopping,
+            "owner": self.owner,
+            "pid": self.pid,
             "profile": None if self.profile is None else self.profile.__dict__,
             "started": iso(self.started) if self.started else None,
             "seconds": self.seconds,
             "latest": latest,
             "error": self.error,
         }
+
+
+def _cmdline(pid: int) -> str:
+    """The command line of a host process (the controller runs with pid: host), or '' when gone."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""

@@ -6,7 +6,7 @@ from pathlib import Path
 from flask import Blueprint, current_app, request, send_from_directory
 
 from ..errors import ApiError, bad_request
-from ..load import SCRIPTS, Profile
+from ..load import SCRIPTS, LoadBusy, Profile
 from ..params import number
 
 bp = Blueprint("dashboard", __name__, static_folder="../static", static_url_path="/static")
@@ -56,27 +56,43 @@ def load_start():
             raise bad_request(field, f"{value!r} is not a whole number in {low}..{high}")
         values[field] = value
     load = generator()
-    if load.running:
-        raise ApiError(409, "load: a load is already running; DELETE /api/load first")
+    run = active_run()
+    if run is not None:
+        raise ApiError(
+            409, f"load: scenario run {run.id} is using the load generator; wait for it or DELETE /api/runs/{run.id}"
+        )
     profile = Profile(script, values["tables"], values["rows"], values["threads"], values["rate"])
     lab = current_app.extensions["laglab"]
     try:
+        if load.running:
+            raise LoadBusy(load.owner or "?")
         if body.get("prepare", False) is True:
             load.prepare(profile)
-        load.start(profile, values["seconds"])
+        load.start(profile, values["seconds"], owner="panel")
+    except LoadBusy as error:
+        raise ApiError(409, f"load: {error}; DELETE /api/load first") from None
     except RuntimeError as error:
         raise ApiError(409, f"load: {error}") from None
     lab.events.add("load", f"load started: {script} {values['rate'] or 'max'} TPS, {values['threads']} threads")
     return load.status(), 201
 
 
+def active_run():
+    """The scenario run in progress, if any: it owns the load generator while it runs."""
+    runs = current_app.extensions["laglab_runs"]
+    return next((r for r in runs.values() if r.status in ("pending", "running")), None)
+
+
 @bp.delete("/api/load")
 def load_stop():
+    """Answers at once: the load gets SIGTERM and ends within a second or so (GET shows it)."""
     load = generator()
+    if load.running and load.owner != "panel":
+        raise ApiError(409, f"load: it belongs to scenario run {load.owner}; DELETE /api/runs/{load.owner} instead")
     if load.running:
         load.stop()
         current_app.extensions["laglab"].events.add("load", "load stopped")
-    return "", 204
+    return load.status(), 202
 
 
 @bp.get("/results/<path:name>")

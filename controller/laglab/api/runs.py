@@ -37,7 +37,10 @@ def start():
     runs = current_app.extensions["laglab_runs"]
     if any(r.status in ("pending", "running") for r in runs.values()):
         raise ApiError(409, "run: another run is in progress; wait for it or DELETE it")
-    run = ScenarioRun(lab(), plan, Path(current_app.config["RESULTS_DIR"]), text)
+    the_lab = lab()
+    if the_lab.load is not None and the_lab.load.running:
+        raise ApiError(409, "run: the load panel's load is running; DELETE /api/load first")
+    run = ScenarioRun(the_lab, plan, Path(current_app.config["RESULTS_DIR"]), text)
     runs[run.id] = run
     run.start()
     return run.as_json(), 201

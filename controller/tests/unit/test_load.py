@@ -1,0 +1,134 @@
+"""Defect: the load panel and a scenario run each had a load generator, the 409 guard saw only the
+panel's, and DELETE /api/load ran `pkill -f ^sysbench` (killing the run's load too) and waited.
+The lab has one generator; a load is stopped by its own process id; DELETE answers at once."""
+
+import signal
+import threading
+
+import pytest
+
+from laglab.app import create_app
+from laglab.containers import LabContainer
+from laglab.load import LoadBusy, LoadGenerator, Profile
+
+
+class FakeApi:
+    """The Docker SDK's low-level exec calls, recorded; the exec's output blocks until `finish`."""
+
+    def __init__(self):
+        self.calls = []
+        self.done = threading.Event()
+
+    def exec_create(self, container, cmd, workdir=None):
+        self.calls.append(("exec_create", container, cmd, workdir))
+        return {"Id": "exec-1"}
+
+    def exec_start(self, exec_id, stream=False):
+        self.calls.append(("exec_start", exec_id, stream))
+
+        def output():
+            yield b"[ 1s ] thds: 4 tps: 99.00 qps: 594.00 (r/w/o: 0/396/198) lat (ms,95%): 5.00 err/s: 0.00 reconn/s: 0.00\n"
+            self.done.wait(10)
+
+        return output()
+
+    def exec_inspect(self, exec_id):
+        return {"Pid": 4242, "Running": True}
+
+
+class FakeClient:
+    def __init__(self):
+        self.api = FakeApi()
+
+        class _Containers:
+            @staticmethod
+            def get(cid):
+                return type("C", (), {"id": cid})()
+
+        self.containers = _Containers()
+
+
+class FakeContainers:
+    def __init__(self):
+        self.client = FakeClient()
+
+    def list(self):
+        return {"loadgen": LabContainer("loadgen", "laglab-loadgen-1", "d" * 64, 900, "10.0.0.5", True)}
+
+
+class Settings:
+    LAB_USER, LAB_PASSWORD, LAB_DATABASE = "lab", "lab", "lab"
+
+
+@pytest.fixture
+def generator():
+    killed, commands = [], {4242: "sysbench oltp_write_only --db-driver=mysql run"}
+    containers = FakeContainers()
+
+    def kill(pid, sig):
+        killed.append((pid, sig))
+        containers.client.api.done.set()
+
+    load = LoadGenerator(containers, Settings(), kill=kill, cmdline=lambda pid: commands.get(pid, ""))
+    load.killed, load.commands = killed, commands
+    yield load
+    containers.client.api.done.set()
+    load.wait(5)
+
+
+def test_a_load_is_started_by_exec_and_stopped_by_its_own_pid(generator):
+    rows = []
+    generator.start(Profile(), 30, on_row=rows.append, owner="run-1")
+    api = generator.containers.client.api
+    assert api.calls[0] == ("exec_create", "d" * 64, generator.argv(Profile(), "run", 30), None)
+    assert (generator.pid, generator.owner, generator.running) == (4242, "run-1", True)
+    generator.stop(wait=5)
+    assert generator.killed == [(4242, signal.SIGTERM)]
+    assert not generator.running and rows[0]["tps"] == 99.0
+
+
+def test_a_recycled_pid_is_never_signalled(generator):
+    generator.start(Profile(), 30)
+    generator.commands[4242] = "/usr/sbin/mysqld"  # sysbench ended; the PID now names another process
+    generator.stop()
+    assert generator.killed == []
+
+
+def test_a_second_load_is_refused_naming_the_owner(generator):
+    generator.start(Profile(), 30, owner="20260101T000000Z-x")
+    with pytest.raises(LoadBusy, match="started by 20260101T000000Z-x"):
+        generator.start(Profile(), 30, owner="panel")
+
+
+class Run:
+    def __init__(self, run_id, status="running"):
+        self.id, self.status = run_id, status
+
+
+@pytest.fixture
+def api(generator):
+    app = create_app({"TESTING": True, "START_RECORDER": False, "START_SHAPING": False}, environ={})
+    app.extensions["laglab"].load = generator
+    return app
+
+
+def test_the_panel_cannot_start_a_load_while_a_run_owns_the_generator(api, generator):
+    api.extensions["laglab_runs"]["r1"] = Run("r1")
+    response = api.test_client().post("/api/load", json={"rate": 10})
+    assert response.status_code == 409 and "scenario run r1" in response.json["error"]
+    assert not generator.running
+
+
+def test_the_panel_cannot_stop_a_runs_load_and_a_stop_answers_at_once(api, generator):
+    generator.start(Profile(), 30, owner="r1")
+    client = api.test_client()
+    response = client.delete("/api/load")
+    assert response.status_code == 409 and "DELETE /api/runs/r1" in response.json["error"]
+    assert generator.killed == []
+    generator.containers.client.api.done.set()
+    generator.wait(5)
+    generator.containers.client.api.done.clear()
+    generator.commands[4242] = "sysbench run"
+    assert client.post("/api/load", json={"rate": 10, "seconds": 30}).status_code == 201
+    response = client.delete("/api/load")
+    assert response.status_code == 202 and generator.killed == [(4242, signal.SIGTERM)]
