@@ -2,7 +2,8 @@
 namespace (`nsenter --target PID --net`). Commands are argv lists, never shell strings.
 
 `Executor(dry_run=True)` records the argv it would run and runs nothing: unit tests compare the
-recorded lists against golden argv, and `?dry_run=1` style previews can print them.
+recorded lists against golden argv. A real executor keeps nothing (the counters alone run a few
+commands a second, for as long as the controller runs).
 """
 
 from __future__ import annotations
@@ -43,8 +44,8 @@ class Executor:
         full = in_netns(netns_pid, argv) if netns_pid is not None else list(argv)
         if not all(isinstance(a, str) for a in full):
             raise TypeError(f"argv must be strings: {full!r}")
-        self.ran.append(full)
         if self.dry_run:
+            self.ran.append(full)
             return ""
         done = subprocess.run(
             full, input=stdin, capture_output=True, text=True, timeout=timeout or self.timeout, check=False
@@ -57,8 +58,8 @@ class Executor:
         """Starts a long-running helper (a shaping worker) inside `netns_pid`'s network namespace,
         with a pipe on its stdin for live settings."""
         full = in_netns(netns_pid, argv)
-        self.ran.append(full)
         if self.dry_run:
+            self.ran.append(full)
             return DryRunProcess()
         return subprocess.Popen(full, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, bufsize=1)
 

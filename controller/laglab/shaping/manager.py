@@ -151,11 +151,12 @@ class ShapingManager:
     def _apply_or_roll_back(self, lab, before) -> None:
         try:
             self.apply(lab)
-        except (CommandError, OSError) as error:
+        except (CommandError, OSError, subprocess.TimeoutExpired) as error:
+            # A hung tc/iptables (TimeoutExpired) leaves the kernel half-changed just like a failing one.
             self.entries = before
             try:
-                self.apply(lab)
-            except (CommandError, OSError) as again:
+                self.apply(lab, force=True)
+            except (CommandError, OSError, subprocess.TimeoutExpired) as again:
                 log.error("rolling back failed too: %s", again)
             raise ShapingError(502, f"applying failed and was rolled back: {error}") from None
         self.save()

@@ -115,3 +115,42 @@ def test_changes_are_recorded_as_events(tmp_path):
         ("shaping", "mysql-source -> mysql-target: delay 40ms"),
         ("shaping", "all shaping cleared"),
     ]
+
+
+class HangingExecutor(Executor):
+    """A dry-run executor whose `tc ... netem` hangs (TimeoutExpired) once `hang` is set."""
+
+    hang = False
+
+    def run(self, argv, netns_pid=None, check=True, timeout=None, stdin=None):
+        out = super().run(argv, netns_pid=netns_pid, check=check, timeout=timeout, stdin=stdin)
+        if self.hang and "netem" in argv and "200ms" in argv:
+            import subprocess
+
+            raise subprocess.TimeoutExpired(argv, 30)
+        return out
+
+
+def test_a_hung_tc_is_rolled_back_like_a_failed_one(tmp_path):
+    """Defect: the rollback caught CommandError/OSError, not TimeoutExpired: half-changed state."""
+    m = ShapingManager(
+        FakeContainers(LAB), HangingExecutor(dry_run=True), backends.KernelBackend(), tmp_path / "s.json"
+    )
+    m.put("mysql-source", parse_request({"delay": "100ms"}))
+    m.executor.hang = True
+    m.executor.ran.clear()
+    with pytest.raises(ShapingError) as caught:
+        m.put("mysql-source", parse_request({"delay": "200ms"}))
+    assert caught.value.status == 502 and "rolled back" in caught.value.message
+    assert m.entries[("mysql-source", None)].shaping.delay == 0.1  # desired state as before
+    # the kernel is rebuilt to the previous state, not left with the root deleted
+    last_netem = [argv for argv in m.executor.ran if "netem" in argv][-1]
+    assert "100ms" in last_netem
+
+
+def test_a_real_executor_keeps_no_history():
+    """Defect: Executor.ran grew forever (about four argv a second from the counters alone)."""
+    executor = Executor()
+    for _ in range(50):
+        executor.run(["true"])
+    assert executor.ran == []
