@@ -8,7 +8,7 @@ import sys
 
 from waitress import serve
 
-from .app import create_app
+from .app import create_app, shutdown
 from .config import ConfigError
 
 
@@ -22,12 +22,7 @@ def main() -> int:
     lab = app.extensions["laglab"]
 
     def _stop(signum, frame):
-        if lab.counters:
-            lab.counters.stop()
-        if lab.shaping:
-            lab.shaping.stop(clear_kernel=os.environ.get("CLEAR_SHAPING_ON_EXIT", "1") != "0")
-        if lab.recorder:
-            lab.recorder.stop()
+        shutdown(app, clear_kernel=os.environ.get("CLEAR_SHAPING_ON_EXIT", "1") != "0")
         sys.exit(0)
 
     signal.signal(signal.SIGTERM, _stop)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hmac
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -113,3 +114,24 @@ def choose_backend(setting: str, netem: bool):
     if setting == "kernel" or (setting == "auto" and netem):
         return backends.KernelBackend()
     return backends.UserspaceBackend()
+
+
+def shutdown(app: Flask, clear_kernel: bool, run_grace: float = 20.0) -> None:
+    """A stopping controller (SIGTERM): runs in progress are interrupted and their cleanup runs
+    (load stopped, shaping cleared, replicator options restored, status `interrupted`), then the
+    recorders and shaping stop."""
+    lab = app.extensions["laglab"]
+    active = [r for r in app.extensions["laglab_runs"].values() if r.status in ("pending", "running")]
+    for run in active:
+        run.cancel("the controller is stopping")
+    deadline = time.monotonic() + run_grace
+    for run in active:
+        run.wait(max(0.1, deadline - time.monotonic()))
+    if lab.load is not None and lab.load.running:
+        lab.load.stop(wait=5)
+    if lab.counters:
+        lab.counters.stop()
+    if lab.shaping:
+        lab.shaping.stop(clear_kernel=clear_kernel)
+    if lab.recorder:
+        lab.recorder.stop()

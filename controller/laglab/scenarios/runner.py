@@ -65,6 +65,7 @@ class ScenarioRun:
         self.finished: float | None = None
         self.summary: list[dict] = []
         self._cancel = threading.Event()
+        self._cancel_reason = "cancelled by request"
         self._thread: threading.Thread | None = None
         self._load_series = self.run.series("load.csv", LOAD_COLUMNS)
         self._lag_series = self.run.series("lag.csv", LAG_COLUMNS)
@@ -97,7 +98,8 @@ class ScenarioRun:
         self._thread = threading.Thread(target=self._main, name=f"run-{self.id}", daemon=True)
         self._thread.start()
 
-    def cancel(self) -> None:
+    def cancel(self, reason: str = "cancelled by request") -> None:
+        self._cancel_reason = reason
         self._cancel.set()
 
     def wait(self, timeout: float | None = None) -> None:
@@ -106,12 +108,12 @@ class ScenarioRun:
 
     def _check(self, step: str) -> None:
         if self._cancel.is_set():
-            raise Interrupted("cancelled by request")
+            raise Interrupted(self._cancel_reason)
         self.step = step
 
     def _sleep(self, seconds: float) -> None:
         if self._cancel.wait(seconds):
-            raise Interrupted("cancelled by request")
+            raise Interrupted(self._cancel_reason)
 
     # --- the run ---
     def _main(self) -> None:

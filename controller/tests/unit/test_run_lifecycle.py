@@ -1,0 +1,117 @@
+"""A scenario run's life with fakes: cancel -> interrupted, a failure keeps its reason, cleanup always
+runs, and a stopping controller (SIGTERM -> app.shutdown) interrupts its run instead of leaving it
+`running` with the load going and the replicator options changed."""
+
+import json
+import threading
+
+import pytest
+
+from laglab.app import create_app, shutdown
+from laglab.results import Fanout
+from laglab.scenarios.runner import ScenarioRun
+from laglab.scenarios.spec import load_text
+
+
+class FakeShaping:
+    def __init__(self, fail=False):
+        self.cleared, self.fail = 0, fail
+
+    def clear(self):
+        self.cleared += 1
+        if self.fail:
+            raise RuntimeError("tc: no such device")
+
+
+class FakeLoad:
+    running, owner = False, None
+
+
+class FakeLab:
+    def __init__(self, shaping):
+        self.shaping, self.load, self.counters, self.events = shaping, FakeLoad(), None, None
+        self.source = self.target = None
+        self.recorder = type("R", (), {"feed": Fanout("lag")})()
+
+
+def make_run(tmp_path, point, shaping=None):
+    lab = FakeLab(shaping or FakeShaping())
+    run = ScenarioRun(lab, load_text("name: life\n"), tmp_path, "name: life\n")
+    restored = []
+    run._environment = dict
+    run._prepare_data = lambda p: None
+    run._replicator_options = restored.append  # cleanup calls it with None: back to the lab's defaults
+    run._run_point = point
+    return run, lab, restored
+
+
+def summary(run):
+    return json.loads((run.run.path / "summary.json").read_text())
+
+
+def test_cancel_interrupts_and_cleanup_runs(tmp_path):
+    started = threading.Event()
+
+    def point(p):
+        started.set()
+        run._sleep(30)
+
+    run, lab, restored = make_run(tmp_path, point)
+    run.start()
+    assert started.wait(5)
+    run.cancel()
+    run.wait(10)
+    assert (run.status, run.reason, run.step) == ("interrupted", "cancelled by request", "done")
+    assert lab.shaping.cleared == 1 and restored == [None]
+    assert summary(run)["status"] == "interrupted"
+    assert lab.recorder.feed._subscribers == []  # the run's subscription ended with it
+
+
+def test_a_failure_keeps_its_reason_and_cleanup_still_runs(tmp_path):
+    def point(p):
+        raise RuntimeError("the replica did not catch up within 300s")
+
+    run, lab, restored = make_run(tmp_path, point)
+    run.start()
+    run.wait(10)
+    assert (run.status, run.reason) == ("failed", "RuntimeError: the replica did not catch up within 300s")
+    assert lab.shaping.cleared == 1 and restored == [None]
+
+
+def test_a_failing_cleanup_step_is_reported_and_the_others_run(tmp_path):
+    run, _, restored = make_run(
+        tmp_path, lambda p: {"point": 1, "params": {}, "passed": True}, shaping=FakeShaping(fail=True)
+    )
+    run._check = lambda step: None
+    import laglab.scenarios.runner as runner
+
+    original = runner.consistency.check
+    runner.consistency.check = lambda *a, **k: {"identical": True, "differences": [], "gtid": None}
+    try:
+        run.start()
+        run.wait(10)
+    finally:
+        runner.consistency.check = original
+    assert run.status == "completed" and run.reason == "cleanup: tc: no such device"
+    assert restored == [None]
+
+
+@pytest.fixture
+def app():
+    return create_app({"TESTING": True, "START_RECORDER": False, "START_SHAPING": False}, environ={})
+
+
+def test_a_stopping_controller_interrupts_its_run(tmp_path, app):
+    started = threading.Event()
+
+    def point(p):
+        started.set()
+        run._sleep(60)
+
+    run, lab, restored = make_run(tmp_path, point)
+    app.extensions["laglab_runs"][run.id] = run
+    run.start()
+    assert started.wait(5)
+    shutdown(app, clear_kernel=True, run_grace=10)
+    assert (run.status, run.reason) == ("interrupted", "the controller is stopping")
+    assert lab.shaping.cleared == 1 and restored == [None] and summary(run)["status"] == "interrupted"
