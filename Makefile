@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 ARGS ?=
 
 PHONY_RUNS := run report clean-results
-.PHONY: $(PHONY_RUNS) up down clean test test-unit test-integration lint format consistency lag ps logs bench-startup bench-shaping venv
+.PHONY: $(PHONY_RUNS) up down clean test test-unit test-integration lint format consistency lag ps logs bench-startup bench-shaping bench-memory venv
 
 PROFILE ?=
 up: ## start the lab (installs and builds what is missing); PROFILE=monitoring adds Prometheus + Grafana
@@ -32,7 +32,7 @@ test-integration: venv up
 	scripts/test integration
 
 lint: venv
-	cd controller && ../$(VENV)/bin/ruff check . $(addprefix ../scripts/,bench-startup bench-shaping lag-now run) && ../$(VENV)/bin/ruff format --check . $(addprefix ../scripts/,bench-startup bench-shaping lag-now run)
+	cd controller && ../$(VENV)/bin/ruff check . $(addprefix ../scripts/,bench-startup bench-shaping bench-memory lag-now run) && ../$(VENV)/bin/ruff format --check . $(addprefix ../scripts/,bench-startup bench-shaping bench-memory lag-now run)
 
 format: venv
 	cd controller && ../$(VENV)/bin/ruff format . && ../$(VENV)/bin/ruff check --fix .
@@ -64,6 +64,9 @@ logs:
 
 bench-shaping: venv ## delay and rate fidelity, capacity under delay, control latency (lab running)
 	$(PY) scripts/bench-shaping
+
+bench-memory: venv ## controller RSS over a long recording, growth per hour (ARGS="--minutes 30 --load")
+	$(PY) scripts/bench-memory $(ARGS)
 
 bench-startup: venv ## cold/warm make up -> first replicated row, controller CPU/memory (ARGS=--cold)
 	$(PY) scripts/bench-startup $(ARGS)

@@ -18,12 +18,13 @@ from .db import Endpoint, lab_endpoints
 from .events import Events
 from .lag import LagRecorder
 from .load import LoadGenerator
+from .openapi import OPEN_PATHS
 from .results import Run
 from .shaping import backends
 from .shaping.executor import Executor
 from .shaping.manager import ShapingManager
 
-OPEN_PATHS = ("/api/health", "/api/openapi.json", "/metrics", "/")
+TOKEN_COOKIE = "laglab-token"  # noqa: S105 - a cookie name, not a secret
 
 
 @dataclass
@@ -61,9 +62,9 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
         lab.recorder = LagRecorder(source, target, interval, int(settings.LAG_WINDOW_SECONDS), lab.run)
         lab.recorder.start()
     if app.config["START_SHAPING"]:
-        executor = Executor()
-        lab.netem_available = netem_available(executor)
         containers = Containers(str(settings.COMPOSE_PROJECT_NAME))
+        executor = Executor(owns=containers.owns)
+        lab.netem_available = netem_available(executor)
         backend = choose_backend(str(settings.SHAPING_BACKEND), lab.netem_available)
         lab.shaping = ShapingManager(
             containers, executor, backend, Path(app.config["SHAPING_STATE"]), events=lab.events
@@ -76,6 +77,21 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
     app.extensions["laglab"] = lab
     app.extensions["laglab_runs"] = {}
 
+    allowed_hosts = {"127.0.0.1", "localhost", "::1", "controller", str(settings.CONTROLLER_BIND)}
+    allowed_hosts |= set(filter(None, str(settings.CONTROLLER_HOSTS).split(",")))
+
+    @app.before_request
+    def _check_host():
+        # DNS rebinding: a web page whose name resolves to 127.0.0.1 reaches the API with its own name
+        # in Host. Only the names the lab is reached by are served (the test client's 'localhost' too).
+        host = request.host.rsplit(":", 1)[0].strip("[]") if request.host else ""
+        if host not in allowed_hosts:
+            return errors.error_response(
+                421,
+                f"Host: {host[:64]!r} is not a name of this controller (allowed: {', '.join(sorted(allowed_hosts))})",
+            )
+        return None
+
     token = str(settings.LAB_API_TOKEN)
     if token:
 
@@ -84,9 +100,18 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
             if request.path in OPEN_PATHS or request.path.startswith("/static/"):
                 return None
             given = request.headers.get("Authorization", "")
-            if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
-                return errors.error_response(401, "Authorization: a valid 'Bearer <LAB_API_TOKEN>' header is required")
-            return None
+            if hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+                return None
+            # Links to results files are followed by the browser, which sends no header: the dashboard
+            # puts the token in a SameSite=Strict cookie scoped to /results/, accepted there only.
+            cookie = request.cookies.get(TOKEN_COOKIE, "")
+            if (
+                request.path.startswith("/results/")
+                and request.method == "GET"
+                and hmac.compare_digest(cookie.encode(), token.encode())
+            ):
+                return None
+            return errors.error_response(401, "Authorization: a valid 'Bearer <LAB_API_TOKEN>' header is required")
 
     errors.init_app(app)
     for blueprint in BLUEPRINTS:

@@ -94,6 +94,14 @@ def _bind(name: str, value: str) -> str:
     return value
 
 
+def _hosts(name: str, value: str) -> str:
+    names = [v.strip() for v in value.split(",") if v.strip()]
+    bad = [n for n in names if not re.fullmatch(r"[A-Za-z0-9.:-]{1,253}", n)]
+    if bad:
+        raise ConfigError(name, f"{bad[0]!r} is not a host name or address")
+    return ",".join(names)
+
+
 def _text(name: str, value: str) -> str:
     return value
 
@@ -147,6 +155,12 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("HEARTBEAT_INTERVAL_MS", "100", _int_range(10, 60000), "heartbeat write/sample period"),
     Variable("LAG_WINDOW_SECONDS", "900", _int_range(1, 86400), "samples kept in memory for /api/lag"),
     Variable("LAB_API_TOKEN", "", _text, "if set, the API requires 'Authorization: Bearer <token>'"),
+    Variable(
+        "CONTROLLER_HOSTS",
+        "",
+        _hosts,
+        "extra host names the API answers to (comma-separated; 127.0.0.1, localhost and CONTROLLER_BIND always)",
+    ),
     Variable(
         "SHAPING_BACKEND",
         "auto",
@@ -243,6 +257,14 @@ def load(environ: Mapping[str, str], env_file: Mapping[str, str] | None = None) 
         if raw == "" and var.default and var.parse is not _text:
             raw = var.default
         values[var.name] = var.parse(var.name, raw)
+    if not values["LAB_API_TOKEN"] and not str(values["CONTROLLER_BIND"]).startswith("127."):
+        # The controller holds NET_ADMIN, SYS_ADMIN, the host's PIDs and the Docker socket: never an open
+        # API on a network.
+        raise ConfigError(
+            "CONTROLLER_BIND",
+            f"{values['CONTROLLER_BIND']} is reachable from other machines: set LAB_API_TOKEN too "
+            "(e.g. LAB_API_TOKEN=$(openssl rand -hex 16)), or bind to 127.0.0.1",
+        )
     return Settings(values)
 
 

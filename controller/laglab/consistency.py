@@ -26,13 +26,22 @@ def lab_tables(conn) -> set[str]:
         return {f"{row['s']}.{row['t']}" for row in cur.fetchall()}
 
 
-def table_summary(conn, table: str) -> dict:
+def qualified(table: str) -> str:
+    """'schema.table' as a quoted SQL identifier (names come from the servers, never trusted)."""
     schema, name = table.split(".", 1)
-    qualified = f"{quote_identifier(schema)}.{quote_identifier(name)}"
+    return f"{quote_identifier(schema)}.{quote_identifier(name)}"
+
+
+def row_count(conn, table: str) -> int:
     with conn.cursor() as cur:
-        cur.execute(f"SELECT COUNT(*) AS n FROM {qualified}")
-        rows = int(cur.fetchone()["n"])
-        cur.execute(f"CHECKSUM TABLE {qualified} EXTENDED")
+        cur.execute(f"SELECT COUNT(*) AS n FROM {qualified(table)}")
+        return int(cur.fetchone()["n"])
+
+
+def table_summary(conn, table: str) -> dict:
+    rows = row_count(conn, table)
+    with conn.cursor() as cur:
+        cur.execute(f"CHECKSUM TABLE {qualified(table)} EXTENDED")
         checksum = cur.fetchone()["Checksum"]
     return {"rows": rows, "checksum": None if checksum is None else int(checksum)}
 

@@ -38,9 +38,11 @@ class LabContainer:
 
 
 class Containers:
-    def __init__(self, project: str, client=None):
+    def __init__(self, project: str, client=None, proc: str = "/proc"):
         self.project = project
         self._client = client
+        self._proc = proc
+        self._ids_by_pid: dict[int, str] = {}
 
     @property
     def client(self):
@@ -66,7 +68,24 @@ class Containers:
             )
             if service not in found or entry.running:
                 found[service] = entry
+        self._ids_by_pid = {c.pid: c.id for c in found.values() if c.running and c.pid > 1}
         return found
+
+    def owns(self, pid: int) -> bool:
+        """Whether `pid` is still the process of this project's container that Docker reported for
+        it: its cgroup names that container. A PID recycled for a host process (or another
+        container's) must never be the namespace the controller enters."""
+        container_id = self._ids_by_pid.get(pid)
+        if container_id is None:
+            self.list()
+            container_id = self._ids_by_pid.get(pid)
+        if container_id is None:
+            return False
+        try:
+            with open(f"{self._proc}/{pid}/cgroup") as f:
+                return container_id in f.read()
+        except OSError:
+            return False
 
 
 def put_files(container, directory: str, files: dict[str, bytes]) -> None:

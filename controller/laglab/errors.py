@@ -21,9 +21,11 @@ def bad_request(field: str, message: str) -> ApiError:
     return ApiError(400, f"{field}: {message}")
 
 
-def error_response(status: int, message: str):
+def error_response(status: int, message: str, headers: dict | None = None):
     response = jsonify({"error": message, "status": status})
     response.status_code = status
+    for key, value in (headers or {}).items():
+        response.headers[key] = value
     return response
 
 
@@ -34,9 +36,12 @@ def init_app(app: Flask) -> None:
 
     @app.errorhandler(HTTPException)
     def _http_error(error: HTTPException):
-        return error_response(error.code or 500, error.description or error.name)
+        # werkzeug's own headers matter: a 405 must say which methods are allowed (Allow, RFC 9110).
+        headers = {k: v for k, v in error.get_headers() if k.lower() != "content-type"}
+        return error_response(error.code or 500, error.description or error.name, headers)
 
     @app.errorhandler(Exception)
     def _unexpected(error: Exception):
+        # The log has the traceback; the answer names no path, SQL or internal message.
         log.exception("unhandled error")
-        return error_response(500, f"internal error: {type(error).__name__}: {error}")
+        return error_response(500, f"internal error ({type(error).__name__}); the controller's log has the details")

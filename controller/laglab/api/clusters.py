@@ -4,6 +4,8 @@ from flask import Blueprint, current_app
 
 from .. import clusters
 from ..errors import ApiError
+from ..openapi import operation
+from . import models
 
 bp = Blueprint("clusters", __name__)
 
@@ -16,7 +18,11 @@ def _running(kind: clusters.Kind) -> bool:
     return any(service in present for service in kind.services())
 
 
-@bp.get("/api/clusters")
+@operation(
+    bp, "GET", "/api/clusters",
+    "State of the group-replication and galera clusters (null: that profile is not running)",
+    ok=(200, models.Clusters),
+)  # fmt: skip
 def index():
     lab = current_app.extensions["laglab"]
     out = {}
@@ -25,12 +31,16 @@ def index():
     return {"clusters": out}
 
 
-@bp.get("/api/clusters/<name>")
+@operation(
+    bp, "GET", "/api/clusters/<name>",
+    "One cluster's nodes: state, role (GR) or cluster size (Galera); formed when all three are members",
+    path_params={"name": {"type": "string"}}, ok=(200, models.Cluster), errors=(404, 409),
+)  # fmt: skip
 def one(name: str):
     lab = current_app.extensions["laglab"]
     kind = clusters.KINDS.get(name)
     if kind is None:
-        raise ApiError(404, f"cluster: {name!r} is not a cluster of this lab (known: {', '.join(clusters.KINDS)})")
+        raise ApiError(404, f"cluster: {name[:64]!r} is not a cluster of this lab (known: {', '.join(clusters.KINDS)})")
     if not _running(kind):
         raise ApiError(409, f"cluster: {name} is not running; start it with: make up PROFILE={name}")
     return clusters.status(kind, clusters.endpoints(kind, lab.settings))

@@ -1,20 +1,30 @@
 """GET /api/consistency: wait for the target to catch up, then compare every lab table."""
 
+import logging
+
 import pymysql
 from flask import Blueprint, current_app
 
 from .. import consistency
 from ..errors import ApiError
-from ..params import number
+from ..openapi import operation
+from . import models
 
 bp = Blueprint("consistency", __name__)
+log = logging.getLogger("laglab")
 
 
-@bp.get("/api/consistency")
-def check():
+@operation(
+    bp, "GET", "/api/consistency", "Wait for the target to execute the source's GTID set, then compare every lab table",
+    query=models.ConsistencyQuery, ok=(200, models.Consistency), errors=(503,),
+)  # fmt: skip
+def check(query: models.ConsistencyQuery):
     lab = current_app.extensions["laglab"]
-    timeout = number("timeout", 30, 1, 600)
     try:
-        return consistency.check(lab.source, lab.target, timeout=timeout)
+        return consistency.check(lab.source, lab.target, timeout=query.timeout)
     except pymysql.MySQLError as error:
-        raise ApiError(503, f"cannot run the check: {' '.join(str(a) for a in error.args)}") from None
+        log.warning("consistency check: %s", error)  # the SQL error stays in the log, not in the answer
+        code = error.args[0] if error.args else "?"
+        raise ApiError(
+            503, f"database: the check could not run (MySQL error {code}; see the controller's log)"
+        ) from None

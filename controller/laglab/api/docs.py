@@ -1,12 +1,12 @@
 """GET /api/openapi.json: the OpenAPI document of this API."""
 
-from flask import Blueprint
+from flask import Blueprint, current_app
 
-from ..openapi import document
+from ..openapi import document, operation
 
 bp = Blueprint("docs", __name__)
 
 
-@bp.get("/api/openapi.json")
+@operation(bp, "GET", "/api/openapi.json", "This document (OpenAPI 3.1)", ok=(200, "application/json"))
 def openapi():
-    return document()
+    return document(token_required=bool(str(current_app.extensions["laglab"].settings.LAB_API_TOKEN)))

@@ -3,11 +3,13 @@
 from flask import Blueprint, Response, current_app
 
 from ..metrics import CONTENT_TYPE, render
+from ..openapi import operation
+from . import models
 
 bp = Blueprint("health", __name__)
 
 
-@bp.get("/api/health")
+@operation(bp, "GET", "/api/health", "Controller and recorder status", ok=(200, models.Health))
 def health():
     lab = current_app.extensions["laglab"]
     recorder = lab.recorder
@@ -36,7 +38,7 @@ def health():
     }
 
 
-@bp.get("/metrics")
+@operation(bp, "GET", "/metrics", "Prometheus metrics (text format)", ok=(200, "text/plain"))
 def metrics():
     return Response(
         render(current_app.extensions["laglab"], current_app.extensions["laglab_runs"]), content_type=CONTENT_TYPE

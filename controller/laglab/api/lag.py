@@ -3,19 +3,23 @@
 from flask import Blueprint, current_app
 
 from ..errors import ApiError
-from ..params import number
+from ..openapi import operation
+from . import models
 
 bp = Blueprint("lag", __name__)
 
 
-@bp.get("/api/lag")
-def lag():
+@operation(
+    bp, "GET", "/api/lag", "Latest lag sample and a recent window", query=models.LagQuery,
+    ok=(200, models.LagWindow), errors=(503,),
+)  # fmt: skip
+def lag(query: models.LagQuery):
     recorder = current_app.extensions["laglab"].recorder
     if recorder is None:
         raise ApiError(503, "the lag recorder is not running")
-    seconds = number("seconds", 30, 0, recorder.samples.maxlen * recorder.interval)
-    since = number("since", 0, 0, 1e11)
-    window = [s for s in recorder.window(seconds) if s.epoch > since]
+    # A longer window than the recorder keeps gives all it keeps (window_seconds says how much).
+    seconds = min(query.seconds, recorder.samples.maxlen * recorder.interval)
+    window = [s for s in recorder.window(seconds) if s.epoch > query.since]
     latest = recorder.samples[-1].as_dict() if recorder.samples else None
     return {
         "latest": latest,

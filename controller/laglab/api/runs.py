@@ -3,13 +3,16 @@ DELETE /api/runs/<id> (interrupt: cleanup runs, partial results are kept)."""
 
 from pathlib import Path
 
-from flask import Blueprint, current_app, request
+from flask import Blueprint, current_app
 
-from ..errors import ApiError, bad_request
+from ..errors import ApiError
+from ..openapi import operation
 from ..scenarios.runner import ScenarioRun
 from ..scenarios.spec import ScenarioError, load_text
+from . import models
 
 bp = Blueprint("runs", __name__)
+RUN_ID = {"run_id": {"type": "string"}}
 
 
 def lab():
@@ -19,34 +22,29 @@ def lab():
     return value
 
 
-@bp.post("/api/runs")
-def start():
-    body = request.get_json(silent=True)
-    if not isinstance(body, dict):
-        raise bad_request("body", 'expected a JSON object like {"scenario": "<YAML text>", "quick": false}')
-    text = body.get("scenario")
-    if not isinstance(text, str) or not text.strip():
-        raise bad_request("scenario", "expected the scenario file's YAML text")
-    quick = body.get("quick", False)
-    if not isinstance(quick, bool):
-        raise bad_request("quick", f"{quick!r} is not true or false")
+@operation(
+    bp, "POST", "/api/runs", "Start a scenario run (one at a time)", body=models.RunBody,
+    ok=(201, models.Run), errors=(409, 422, 503),
+    description="422: the scenario text is not a valid scenario (the message names the key path).",
+)  # fmt: skip
+def start(body: models.RunBody):
     try:
-        plan = load_text(text, quick=quick)
+        plan = load_text(body.scenario, quick=body.quick)
     except ScenarioError as error:
-        raise bad_request(f"scenario: {error.path}", error.message) from None
+        raise ApiError(422, f"scenario: {error.path}: {error.message}") from None
     runs = current_app.extensions["laglab_runs"]
     if any(r.status in ("pending", "running") for r in runs.values()):
         raise ApiError(409, "run: another run is in progress; wait for it or DELETE it")
     the_lab = lab()
     if the_lab.load is not None and the_lab.load.running:
         raise ApiError(409, "run: the load panel's load is running; DELETE /api/load first")
-    run = ScenarioRun(the_lab, plan, Path(current_app.config["RESULTS_DIR"]), text)
+    run = ScenarioRun(the_lab, plan, Path(current_app.config["RESULTS_DIR"]), body.scenario)
     runs[run.id] = run
     run.start()
     return run.as_json(), 201
 
 
-@bp.get("/api/runs")
+@operation(bp, "GET", "/api/runs", "Scenario runs of this controller", ok=(200, models.Runs))
 def index():
     return {"runs": [r.as_json() | {"summary": None} for r in current_app.extensions["laglab_runs"].values()]}
 
@@ -58,12 +56,18 @@ def find(run_id: str) -> ScenarioRun:
     return run
 
 
-@bp.get("/api/runs/<run_id>")
+@operation(
+    bp, "GET", "/api/runs/<run_id>", "A run's status, progress, ETA and per-point summary",
+    path_params=RUN_ID, ok=(200, models.Run), errors=(404,),
+)  # fmt: skip
 def show(run_id):
     return find(run_id).as_json()
 
 
-@bp.delete("/api/runs/<run_id>")
+@operation(
+    bp, "DELETE", "/api/runs/<run_id>", "Interrupt a run: cleanup runs, partial results are kept",
+    path_params=RUN_ID, ok=(202, models.Run), errors=(404,),
+)  # fmt: skip
 def cancel(run_id):
     run = find(run_id)
     run.cancel()

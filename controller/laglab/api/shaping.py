@@ -1,15 +1,18 @@
 """Shaping of a service or of one link: PUT/GET/DELETE /api/shaping[/<service>], POST /api/verify,
 GET /api/containers, GET /api/links (byte counters)."""
 
-from flask import Blueprint, current_app, request
+from flask import Blueprint, current_app
 
-from ..errors import ApiError, bad_request
+from ..errors import ApiError
+from ..openapi import operation
 from ..shaping import verify
 from ..shaping.manager import ShapingError
-from ..shaping.params import ParamError, format_rate, parse_request, valid_service
+from ..shaping.params import SERVICE_PATTERN, ParamError, format_rate, parse_request, valid_service
 from ..shaping.plan import build
+from . import models
 
 bp = Blueprint("shaping", __name__)
+SERVICE = {"service": {"type": "string", "pattern": SERVICE_PATTERN}}
 
 
 def manager():
@@ -21,7 +24,7 @@ def manager():
 
 def service_name(name: str) -> str:
     if not valid_service(name):
-        raise bad_request("service", f"{name[:64]!r} is not a service name")
+        raise ApiError(400, f"service: {name[:64]!r} is not a service name")
     return name
 
 
@@ -32,19 +35,23 @@ def call(fn, *args):
         raise ApiError(error.status, error.message) from None
 
 
-@bp.put("/api/shaping/<service>")
-def put(service):
-    body = request.get_json(silent=True)
-    if body is None:
-        raise bad_request("body", "expected a JSON object (Content-Type: application/json)")
+@operation(
+    bp, "PUT", "/api/shaping/<service>", "Apply (replace in place) a service's or one link's shaping",
+    path_params=SERVICE, body=models.ShapingBody, ok=(200, models.ServiceShaping), errors=(404, 409, 422, 502, 503),
+)  # fmt: skip
+def put(service, body: models.ShapingBody):
+    service_name(service)
     try:
-        parsed = parse_request(body)
+        parsed = parse_request(body.model_dump(by_alias=True, exclude_unset=True))
     except ParamError as error:
-        raise bad_request(error.field, error.message) from None
-    return call(manager().put, service_name(service), parsed)
+        raise ApiError(error.status, f"{error.field}: {error.message}") from None
+    return call(manager().put, service, parsed)
 
 
-@bp.get("/api/shaping/<service>")
+@operation(
+    bp, "GET", "/api/shaping/<service>", "One service's shaping, desired and read back",
+    path_params=SERVICE, ok=(200, models.ServiceShaping), errors=(404, 503),
+)  # fmt: skip
 def get(service):
     m = manager()
     lab = m.containers.list()
@@ -53,28 +60,34 @@ def get(service):
     return m.describe(service, lab)
 
 
-@bp.delete("/api/shaping/<service>")
-def delete(service):
-    peer = request.args.get("peer")
-    if peer is not None and not valid_service(peer):
-        raise bad_request("peer", f"{peer[:64]!r} is not a service name")
-    call(manager().delete, service_name(service), peer)
+@operation(
+    bp, "DELETE", "/api/shaping/<service>", "Remove a service's shaping (or only the link to ?peer=)",
+    path_params=SERVICE, query=models.PeerQuery, ok=(204, None), errors=(404, 409, 502, 503),
+)  # fmt: skip
+def delete(service, query: models.PeerQuery):
+    call(manager().delete, service_name(service), query.peer)
     return "", 204
 
 
-@bp.get("/api/shaping")
+@operation(
+    bp, "GET", "/api/shaping", "Shaping of every service: desired and as read back from the kernel",
+    ok=(200, models.AllShaping), errors=(503,),
+)  # fmt: skip
 def list_all():
     m = manager()
     return {"backend": m.backend.name, "shaping": m.all()}
 
 
-@bp.delete("/api/shaping")
+@operation(bp, "DELETE", "/api/shaping", "Clear all shaping", ok=(204, None), errors=(502, 503))
 def clear():
     call(manager().clear)
     return "", 204
 
 
-@bp.get("/api/containers")
+@operation(
+    bp, "GET", "/api/containers", "The lab's services: container, PID, IP, shaping",
+    ok=(200, models.Containers), errors=(503,),
+)  # fmt: skip
 def containers():
     m = manager()
     lab = m.containers.list()
@@ -82,7 +95,10 @@ def containers():
     return {"containers": [{**c.as_json(), "shaping": shaped.get(s, [])} for s, c in sorted(lab.items())]}
 
 
-@bp.get("/api/links")
+@operation(
+    bp, "GET", "/api/links", "Latest byte and packet counters per container and per link (also in links.csv)",
+    ok=(200, models.Links), errors=(503,),
+)  # fmt: skip
 def links():
     counters = current_app.extensions["laglab"].counters
     if counters is None:
@@ -90,29 +106,21 @@ def links():
     return {"csv": f"results/{current_app.extensions['laglab'].run.path.name}/links.csv", "latest": counters.latest}
 
 
-@bp.post("/api/verify")
-def verify_link():
+@operation(
+    bp, "POST", "/api/verify",
+    "Measure a link from inside the lab: RTT (ping -U) and throughput (iperf3, both directions)",
+    body=models.VerifyBody, ok=(200, models.Verified), errors=(404, 422, 503),
+)  # fmt: skip
+def verify_link(body: models.VerifyBody):
     m = manager()
-    body = request.get_json(silent=True)
-    if not isinstance(body, dict):
-        raise bad_request("body", 'expected a JSON object like {"from": "mysql-source", "to": "mysql-target"}')
     lab = m.containers.list()
     ends = {}
-    for field in ("from", "to"):
-        name = body.get(field)
-        if not isinstance(name, str) or not valid_service(name):
-            raise bad_request(field, f"{name!r} is not a service name")
+    for field, name in (("from", body.from_), ("to", body.to)):
         if name not in lab or not lab[name].running or not lab[name].ip:
             raise ApiError(404, f"{field}: no running service {name!r} in this lab")
         ends[field] = lab[name]
     if ends["from"].service == ends["to"].service:
-        raise bad_request("to", "must differ from 'from'")
-    count = int(_body_number(body, "count", 20, 20, 1000))
-    seconds = int(_body_number(body, "seconds", 3, 1, 60))
-    streams = int(_body_number(body, "streams", 1, 1, 16))
-    throughput = body.get("throughput", True)
-    if not isinstance(throughput, bool):
-        raise bad_request("throughput", f"{throughput!r} is not true or false")
+        raise ApiError(422, "to: must differ from 'from'")
     src, dst = ends["from"], ends["to"]
     with m.lock:
         plans = build(list(m.entries.values()), m.shapeable(lab))
@@ -125,10 +133,12 @@ def verify_link():
         "rate_forward": _rate(back, dst.ip),
         "rate_reverse": _rate(there, src.ip),
     }
-    measured = {"rtt": verify.measure_rtt(m.executor, src.pid, dst.ip, count)}
-    if throughput:
+    measured = {"rtt": verify.measure_rtt(m.executor, src.pid, dst.ip, body.count)}
+    if body.throughput:
         for key, reverse in (("forward_mbit", False), ("reverse_mbit", True)):
-            measured[key] = verify.measure_throughput(m.executor, src.pid, dst.pid, dst.ip, seconds, reverse, streams)
+            measured[key] = verify.measure_throughput(
+                m.executor, src.pid, dst.pid, dst.ip, body.seconds, reverse, body.streams
+            )
     return {
         "from": src.service,
         "to": dst.service,
@@ -143,10 +153,3 @@ def _rate(plan, dest_ip):
         return None
     rate = plan.rates.get(dest_ip, plan.rates.get(None))
     return format_rate(rate) if rate else None
-
-
-def _body_number(body: dict, field: str, default: float, low: float, high: float) -> float:
-    value = body.get(field, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-        raise bad_request(field, f"{value!r} is out of range {low:g}..{high:g}")
-    return value

@@ -261,8 +261,11 @@ class ScenarioRun:
                 ready = present == {f"sbtest{i}" for i in range(1, s.data.tables + 1)}
                 if ready:
                     for i in range(1, s.data.tables + 1):
-                        cur.execute(f"SELECT COUNT(*) AS n FROM {self.lab.settings.LAB_DATABASE}.sbtest{i}")
-                        ready = ready and cur.fetchone()["n"] == s.data.rows
+                        ready = (
+                            ready
+                            and consistency.row_count(conn, f"{self.lab.settings.LAB_DATABASE}.sbtest{i}")
+                            == s.data.rows
+                        )
         finally:
             conn.close()
         if ready:
@@ -562,11 +565,7 @@ class ScenarioRun:
             for table in sorted(
                 t for t in consistency.lab_tables(src) if t.startswith(f"{self.lab.settings.LAB_DATABASE}.")
             ):
-                counts = []
-                for conn in (src, dst):
-                    with conn.cursor() as cur:
-                        cur.execute(f"SELECT COUNT(*) AS n FROM {table}")
-                        counts.append(int(cur.fetchone()["n"]))
+                counts = [consistency.row_count(conn, table) for conn in (src, dst)]
                 if counts[0] != counts[1]:
                     differences.append(f"{table}: {counts[0]} rows on mysql-source, {counts[1]} on tidb")
         finally:

@@ -10,7 +10,12 @@ from __future__ import annotations
 
 import io
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
+
+
+class NamespaceGone(OSError):
+    """The PID no longer belongs to the container it was resolved for: nothing is run."""
 
 
 class CommandError(RuntimeError):
@@ -31,6 +36,14 @@ class Executor:
     dry_run: bool = False
     timeout: float = 30.0
     ran: list[list[str]] = field(default_factory=list)
+    # pid -> whether it still is a lab container's process (Containers.owns); checked before entering
+    owns: Callable[[int], bool] | None = None
+
+    def _enter(self, pid: int, argv: list[str]) -> list[str]:
+        full = in_netns(pid, argv)
+        if self.owns is not None and not self.owns(pid):
+            raise NamespaceGone(f"process {pid} is no longer a container of this lab; not entering it")
+        return full
 
     def run(
         self,
@@ -41,7 +54,7 @@ class Executor:
         stdin: str | None = None,
     ) -> str:
         """Runs argv (inside `netns_pid`'s network namespace if given), `stdin` fed to it; returns stdout."""
-        full = in_netns(netns_pid, argv) if netns_pid is not None else list(argv)
+        full = self._enter(netns_pid, argv) if netns_pid is not None else list(argv)
         if not all(isinstance(a, str) for a in full):
             raise TypeError(f"argv must be strings: {full!r}")
         if self.dry_run:
@@ -57,7 +70,7 @@ class Executor:
     def spawn(self, argv: list[str], netns_pid: int) -> subprocess.Popen | DryRunProcess:
         """Starts a long-running helper (a shaping worker) inside `netns_pid`'s network namespace,
         with a pipe on its stdin for live settings."""
-        full = in_netns(netns_pid, argv)
+        full = self._enter(netns_pid, argv)
         if self.dry_run:
             self.ran.append(full)
             return DryRunProcess()

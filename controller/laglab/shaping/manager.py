@@ -107,7 +107,7 @@ class ShapingManager:
         if request.peer is not None:
             self._resolve(lab, request.peer, "peer")
             if request.peer == service:
-                raise ShapingError(400, "peer: a service is not its own peer")
+                raise ShapingError(422, "peer: a service is not its own peer")
         expires = time.time() + request.duration if request.duration else None
         entry = Entry(service, request.peer, request.direction, request.shaping, expires)
         refused = self.backend.unsupported(entry)

@@ -20,7 +20,25 @@ _RATE_UNITS = {
     "kibit": 1024, "mibit": 1024**2, "gibit": 1024**3,
     "bps": 8, "kbps": 8e3, "mbps": 8e6, "gbps": 8e9,
 }  # fmt: skip
-_NUMBER = r"(\d+(?:\.\d+)?|\.\d+)"
+_NUMBER = r"([0-9]+(?:\.[0-9]+)?|\.[0-9]+)"
+_SPACE = r"[ \t\n\r\f\v]*"  # spelled out: \s differs between Python's and pydantic's (Rust) regex engines
+
+
+def _any_case(word: str) -> str:
+    return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else re.escape(c) for c in word)
+
+
+def _units(units) -> str:
+    return "(" + "|".join(_any_case(u) for u in sorted(units, key=len, reverse=True) if u) + ")"
+
+
+# What the parsers below accept, as JSON Schema patterns for the OpenAPI document (one source: a test
+# checks that a value matches the pattern exactly when its parser reads it).
+TIME_PATTERN = rf"^{_SPACE}{_NUMBER}{_SPACE}{_units(_TIME_UNITS)}?{_SPACE}$"
+PERCENT_PATTERN = rf"^{_SPACE}{_NUMBER}{_SPACE}%?{_SPACE}$"
+RATE_PATTERN = rf"^{_SPACE}{_NUMBER}{_SPACE}{_units(_RATE_UNITS)}{_SPACE}$"
+SERVICE_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,62}$"
+_TIME_RE, _PERCENT_RE, _RATE_RE = (re.compile(p) for p in (TIME_PATTERN, PERCENT_PATTERN, RATE_PATTERN))
 
 LIMITS = {
     "delay": (0.0, 60.0),
@@ -31,10 +49,22 @@ LIMITS = {
 
 
 class ParamError(ValueError):
-    def __init__(self, field: str, message: str):
+    """A field the lab cannot use. status 400: not well-formed (what the OpenAPI document describes:
+    type, units, pattern); 422: well-formed but out of range or against a rule across fields."""
+
+    def __init__(self, field: str, message: str, status: int = 400):
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message
+        self.status = status
+
+
+def _out_of_range(field: str, message: str) -> ParamError:
+    return ParamError(field, message, status=422)
+
+
+def _rule(field: str, message: str) -> ParamError:
+    return ParamError(field, message, status=422)
 
 
 def parse_time(field: str, value: object, high: float | None = None) -> float:
@@ -42,16 +72,20 @@ def parse_time(field: str, value: object, high: float | None = None) -> float:
     The range is the field's own (LIMITS) unless `high` is given."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ParamError(field, f"expected a time like '125ms', got {value!r}")
-    text = str(value).strip().lower()
-    match = re.fullmatch(_NUMBER + r"\s*([a-z]*)", text)
-    if not match or match.group(2) not in _TIME_UNITS:
+    if isinstance(value, str):
+        match = _TIME_RE.search(value)
+        if not match:
+            raise ParamError(field, f"{value!r} is not a time (units: us, ms, s)")
+        seconds = float(match.group(1)) * _TIME_UNITS[(match.group(2) or "").lower()]
+    elif math.isfinite(value) and value >= 0:
+        seconds = value * _TIME_UNITS[""]
+    else:
         raise ParamError(field, f"{value!r} is not a time (units: us, ms, s)")
-    seconds = float(match.group(1)) * _TIME_UNITS[match.group(2)]
     low, limit = LIMITS.get(field, (0.0, 60.0))
     if high is not None:
         low, limit = 0.0, high
     if not low <= seconds <= limit:
-        raise ParamError(field, f"{value!r} is out of range {format_time(low)}..{format_time(limit)}")
+        raise _out_of_range(field, f"{value!r} is out of range {format_time(low)}..{format_time(limit)}")
     return seconds
 
 
@@ -59,13 +93,17 @@ def parse_percent(field: str, value: object) -> float:
     """'0.5%' or 0.5 (meaning 0.5 %) -> fraction 0.005."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ParamError(field, f"expected a percentage like '0.5%', got {value!r}")
-    text = str(value).strip()
-    match = re.fullmatch(_NUMBER + r"\s*%?", text)
-    if not match:
+    if isinstance(value, str):
+        match = _PERCENT_RE.search(value)
+        if not match:
+            raise ParamError(field, f"{value!r} is not a percentage")
+        percent = float(match.group(1))
+    elif math.isfinite(value):
+        percent = float(value)
+    else:
         raise ParamError(field, f"{value!r} is not a percentage")
-    percent = float(match.group(1))
     if not 0.0 <= percent <= 100.0:
-        raise ParamError(field, f"{value!r} is out of range 0%..100%")
+        raise _out_of_range(field, f"{value!r} is out of range 0%..100%")
     return percent / 100.0
 
 
@@ -73,13 +111,13 @@ def parse_rate(field: str, value: object) -> float:
     """'2mbit', '256kbit', '1gbit', '100kbps' (bytes) -> bits per second."""
     if isinstance(value, bool) or not isinstance(value, str):
         raise ParamError(field, f"expected a rate like '2mbit', got {value!r}")
-    match = re.fullmatch(_NUMBER + r"\s*([a-z]+)", value.strip().lower())
-    if not match or match.group(2) not in _RATE_UNITS:
+    match = _RATE_RE.search(value)
+    if not match:
         raise ParamError(field, f"{value!r} is not a rate (units: bit, kbit, mbit, gbit; bps, kbps, mbps are bytes/s)")
-    bits = float(match.group(1)) * _RATE_UNITS[match.group(2)]
+    bits = float(match.group(1)) * _RATE_UNITS[match.group(2).lower()]
     low, high = LIMITS["rate"]
     if not low <= bits <= high:
-        raise ParamError(field, f"{value!r} is out of range 8kbit..10gbit")
+        raise _out_of_range(field, f"{value!r} is out of range 8kbit..10gbit")
     return bits
 
 
@@ -162,7 +200,7 @@ _PARSERS = {
     "corrupt": parse_percent,
     "reorder": parse_percent,
 }
-_SERVICE_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
+_SERVICE_RE = re.compile(SERVICE_PATTERN)
 
 
 def parse_request(body: object) -> Request:
@@ -179,15 +217,15 @@ def parse_request(body: object) -> Request:
         raise ParamError("distribution", f"{distribution!r} is not one of {', '.join(DISTRIBUTIONS)}")
     shaping = Shaping(**values, distribution=distribution)
     if shaping.jitter and not shaping.delay:
-        raise ParamError("jitter", "needs a delay")
+        raise _rule("jitter", "needs a delay")
     if shaping.distribution and not shaping.jitter:
-        raise ParamError("distribution", "needs a jitter")
+        raise _rule("distribution", "needs a jitter")
     if shaping.reorder and not shaping.delay:
-        raise ParamError("reorder", "needs a delay")
+        raise _rule("reorder", "needs a delay")
     if shaping.correlation and not (shaping.jitter or shaping.loss):
-        raise ParamError("correlation", "needs a jitter or a loss")
+        raise _rule("correlation", "needs a jitter or a loss")
     if shaping.empty:
-        raise ParamError(
+        raise _rule(
             "body", "nothing to apply: give at least one of delay, jitter, loss, rate, duplicate, corrupt, reorder"
         )
     peer = body.get("peer")

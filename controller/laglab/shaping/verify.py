@@ -42,7 +42,7 @@ def measure_throughput(
     """Mbit/s received, from -> to (reverse: to -> from), over `streams` parallel TCP streams."""
     server = executor.spawn(["iperf3", "-s", "-1", "-p", "5201"], to_pid)
     try:
-        time.sleep(0.3)
+        _wait_listening(executor, to_pid, 5201)
         argv = [
             "iperf3",
             "-c",
@@ -68,3 +68,14 @@ def measure_throughput(
         if server is not None:
             server.kill()
             server.wait(timeout=5)
+
+
+def _wait_listening(executor: Executor, pid: int, port: int, timeout: float = 5.0) -> None:
+    """Polls until something listens on `port` in `pid`'s namespace (the iperf3 server just spawned)."""
+    if executor.dry_run:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if executor.run(["ss", "-Hltn", f"sport = :{port}"], netns_pid=pid, check=False).strip():
+            return
+        time.sleep(0.02)

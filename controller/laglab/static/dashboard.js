@@ -5,13 +5,19 @@ const state = { points: [], markers: [], lastEpoch: 0, lastEvent: 0 };
 window.laglab = state; // for people poking around, and the browser test
 
 function token() { return localStorage.getItem("laglab-token") || ""; }
+// Links to results files are followed without our Authorization header: the controller accepts the
+// token as a SameSite=Strict cookie for GET /results/ only.
+function shareTokenWithResultLinks() {
+  if (token()) document.cookie = `laglab-token=${encodeURIComponent(token())}; path=/results; SameSite=Strict`;
+}
+shareTokenWithResultLinks();
 async function api(method, path, body) {
   const headers = { "Content-Type": "application/json" };
   if (token()) headers.Authorization = "Bearer " + token();
   const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   if (res.status === 401) {
     const t = prompt("This lab's API needs its LAB_API_TOKEN:");
-    if (t) { localStorage.setItem("laglab-token", t); return api(method, path, body); }
+    if (t) { localStorage.setItem("laglab-token", t); shareTokenWithResultLinks(); return api(method, path, body); }
   }
   const text = await res.text();
   const data = text ? JSON.parse(text) : {};

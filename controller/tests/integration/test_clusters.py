@@ -129,7 +129,7 @@ def test_node_loss_leaves_two_serving_and_the_node_rejoins(clusters_up, compose,
     lost = kind.services()[2]
     profile = ("--profile", name)
     with Writer(endpoints[0], str(settings.LAB_DATABASE)) as writer:
-        time.sleep(1)
+        wait_until(lambda: len(writer.ok) >= 20, 30, 0.1, "the writer to be writing")
         compose(*profile, "stop", lost)
         stopped = time.time()
         survivors = clusters.status(kind, endpoints[:2])
@@ -141,11 +141,12 @@ def test_node_loss_leaves_two_serving_and_the_node_rejoins(clusters_up, compose,
                 endpoints[0], "SELECT MEMBER_HOST AS h FROM performance_schema.replication_group_members"
             )
             assert sorted(m["h"] for m in members) == ["gr-node1", "gr-node2"]
-        time.sleep(3)
+        wait_until(lambda: len([t for t in writer.ok if t > stopped]) > 50, 30, 0.1, "writes while a node is down")
         written_while_down = [t for t in writer.ok if t > stopped]
         compose(*profile, "start", lost)
         clusters.wait_formed(kind, endpoints, 180)
-        time.sleep(1)
+        formed = time.time()
+        wait_until(lambda: any(t > formed for t in writer.ok), 30, 0.1, "writes after the rejoin")
     assert writer.errors == [], writer.errors[:3]
     assert len(written_while_down) > 50, "the remaining two nodes kept taking writes"
     report = clusters.compare_tables(endpoints, str(settings.LAB_DATABASE), timeout=60)

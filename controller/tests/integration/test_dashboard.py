@@ -48,7 +48,13 @@ def test_dashboard_shows_lag_and_sets_shaping(api, browser):
                 "return window.laglab.markers.some(m => m.kind === 'shaping' && m.text.includes('40ms'))"
             )
         )
-        time.sleep(2)  # a little lag drawn after the marker, for the screenshot
+        # a little lag drawn after the marker, for the screenshot: 2 s of samples past it
+        wait.until(
+            lambda d: d.execute_script(
+                "const m = window.laglab.markers.find(m => m.kind === 'shaping' && m.text.includes('40ms'));"
+                "return window.laglab.points.some(p => p.t > m.epoch + 2)"
+            )
+        )
         shot = ROOT / "results" / f"dashboard-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.png"
         assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10000
         rows = browser.find_elements(By.CSS_SELECTOR, "#containers tbody tr")

@@ -34,9 +34,14 @@ def table_exists(conn):
 
 
 def test_idle_lag_is_recorded_and_small(api):
-    time.sleep(3)
-    body = api.get("/api/lag?seconds=3").json()
-    samples = body["samples"]
+    since = time.time()
+
+    def three_seconds_of_samples():
+        body = api.get("/api/lag?seconds=5").json()
+        return body if body["samples"] and body["samples"][-1]["epoch"] >= since + 3 else None
+
+    body = wait_until(three_seconds_of_samples, 10, 0.2, "3 s of lag samples")
+    samples = [s for s in body["samples"] if s["epoch"] >= since]
     assert len(samples) >= 20, f"expected ~30 samples at 10 Hz in 3 s, got {len(samples)}"
     assert all(s["status"] == "ok" for s in samples), [s["reason"] for s in samples if s["status"] != "ok"]
     assert max(s["lag_seconds"] for s in samples) < 0.5

@@ -1,5 +1,7 @@
 """Live shaping on real containers: asked vs measured (ping -U, iperf3), per-peer isolation,
-clearing, refusals. The userspace backend here (no sch_netem); the same API on the kernel one."""
+clearing, refusals. Whichever backend the controller chose (userspace on this project's machines,
+which have no sch_netem; kernel netem on most hosts). Tests that read the userspace backend's own
+machinery back (its NFQUEUE chain, its workers) say so with the `userspace` fixture."""
 
 import concurrent.futures
 import datetime
@@ -21,6 +23,22 @@ def put(api, service, body):
     return api.session.put(api.base + f"/api/shaping/{service}", json=body, timeout=60)
 
 
+@pytest.fixture(scope="module")
+def backend(api, settings):
+    """The backend the controller must have chosen: SHAPING_BACKEND, or for auto the kernel's netem."""
+    shaping = api.get("/api/health").json()["shaping"]
+    wanted = str(settings.SHAPING_BACKEND)
+    expected = wanted if wanted != "auto" else ("kernel" if shaping["netem_available"] else "userspace")
+    assert shaping["backend"] == expected, shaping
+    return expected
+
+
+@pytest.fixture
+def userspace(backend):
+    if backend != "userspace":
+        pytest.skip("reads back the userspace backend's NFQUEUE chain and workers; this controller runs the kernel one")
+
+
 @pytest.fixture(autouse=True)
 def clean(api):
     api.session.delete(api.base + "/api/shaping", timeout=60)
@@ -28,15 +46,18 @@ def clean(api):
     api.session.delete(api.base + "/api/shaping", timeout=60)
 
 
-def test_delay_on_a_link_is_measured_and_only_on_that_link(api):
+def test_delay_on_a_link_is_measured_and_only_on_that_link(api, backend):
     response = put(api, "mysql-source", {"delay": "80ms", "peer": "mysql-target"})
     assert response.status_code == 200, response.text
     body = response.json()
-    assert body["backend"] == "userspace"
+    assert body["backend"] == backend
     assert body["desired"] == [{"peer": "mysql-target", "direction": "egress", "delay": "80ms"}]
-    held = body["kernel"]["mysql-target"]
-    assert len(held["iptables"]) == 1 and "NFQUEUE" in held["iptables"][0]
-    assert held["worker"]["running"] is True
+    if backend == "userspace":
+        held = body["kernel"]["mysql-target"]
+        assert len(held["iptables"]) == 1 and "NFQUEUE" in held["iptables"][0]
+        assert held["worker"]["running"] is True
+    else:
+        assert any(q["kind"] == "netem" for q in body["kernel"]["mysql-source"]["qdiscs"])
 
     shaped = verify(api, "mysql-source", "mysql-target", count=20, seconds=1)
     assert shaped["requested"]["rtt_ms"] == 80.0
@@ -69,19 +90,23 @@ def test_rate_is_measured_with_iperf3(api):
     assert result["measured"]["reverse_mbit"] > 100
 
 
-def test_bad_input_is_refused_and_nothing_is_applied(api):
+def test_bad_input_is_refused_and_nothing_is_applied(api, backend):
     cases = [
         ({"delay": "fast"}, 400, "delay: 'fast' is not a time (units: us, ms, s)"),
-        ({"loss": "120%"}, 400, "loss: '120%' is out of range 0%..100%"),
-        ({"rate": "1bit"}, 400, "rate: '1bit' is out of range 8kbit..10gbit"),
+        # well-formed but out of range: 422 (400 is for what the OpenAPI document already refuses)
+        ({"loss": "120%"}, 422, "loss: '120%' is out of range 0%..100%"),
+        ({"rate": "1bit"}, 422, "rate: '1bit' is out of range 8kbit..10gbit"),
         ({"delay": "10ms", "bogus": 1}, 400, None),
         ({"delay": "10ms", "peer": "nobody"}, 404, None),
-        (
-            {"delay": "10ms", "duplicate": "1%"},
-            422,
-            "duplicate: not supported by the userspace backend (this kernel has no sch_netem)",
-        ),
     ]
+    if backend == "userspace":
+        cases.append(
+            (
+                {"delay": "10ms", "duplicate": "1%"},
+                422,
+                "duplicate: not supported by the userspace backend (this kernel has no sch_netem)",
+            )
+        )
     for body, status, message in cases:
         response = put(api, "mysql-source", body)
         assert response.status_code == status, (body, response.text)
@@ -89,20 +114,33 @@ def test_bad_input_is_refused_and_nothing_is_applied(api):
         if message:
             assert response.json()["error"] == message
     assert api.get("/api/shaping").json()["shaping"] == []
-    assert api.get("/api/shaping/mysql-target").json()["kernel"]["mysql-target"]["iptables"] == []
+    if backend == "userspace":
+        assert api.get("/api/shaping/mysql-target").json()["kernel"]["mysql-target"]["iptables"] == []
 
 
-def test_a_container_outside_the_project_is_not_found(api):
-    name = "laglab-it-outsider"
-    subprocess.run(["docker", "rm", "-f", name], capture_output=True, check=False)
-    subprocess.run(["docker", "run", "-d", "--name", name, "laglab/loadgen:dev"], capture_output=True, check=True)
+def test_a_container_outside_the_project_is_not_found(api, settings):
+    """Two outsiders with compose labels of another project: one named like a service only they
+    have, one claiming to be `mysql-source`. Neither is ever the controller's."""
+    outsiders = {"laglab-it-outsider": "outsider-svc", "laglab-it-impostor": "mysql-source"}
+    for name, service in outsiders.items():
+        subprocess.run(["docker", "rm", "-f", name], capture_output=True, check=False)
+        subprocess.run(
+            ["docker", "run", "-d", "--name", name, "--label", "com.docker.compose.project=laglab-other",
+             "--label", f"com.docker.compose.service={service}", "laglab/loadgen:dev", "sleep", "300"],
+            capture_output=True, check=True,
+        )  # fmt: skip
     try:
-        for service in (name, "laglab-it-outsider"):
+        for service in ("outsider-svc", "laglab-it-outsider"):
             response = put(api, service, {"delay": "10ms"})
             assert response.status_code == 404
             assert response.json()["error"].startswith("service: no service")
+        for _ in range(3):  # whichever order the Docker API lists them in
+            ours = {c["service"]: c["container"] for c in api.get("/api/containers").json()["containers"]}
+            assert ours["mysql-source"] == f"{settings.COMPOSE_PROJECT_NAME}-mysql-source-1"
+            assert "outsider-svc" not in ours
     finally:
-        subprocess.run(["docker", "rm", "-f", name], capture_output=True, check=False)
+        for name in outsiders:
+            subprocess.run(["docker", "rm", "-f", name], capture_output=True, check=False)
 
 
 def kernel_of(api, service):
@@ -114,7 +152,7 @@ def worker_processes() -> int:
     return int(out.strip() or 0)
 
 
-def test_restarted_container_gets_its_shaping_back_within_2s(api, compose, settings):
+def test_restarted_container_gets_its_shaping_back_within_2s(api, compose, settings, userspace):
     assert put(api, "mysql-source", {"delay": "60ms", "peer": "mysql-target"}).status_code == 200
     old_worker = kernel_of(api, "mysql-target")["worker"]["pid"]
     compose("restart", "-t", "2", "mysql-target")
@@ -149,7 +187,7 @@ def docker_time(text: str) -> float:
     return whole.timestamp() + float("0." + (frac or "0"))
 
 
-def test_controller_kill_9_then_restart_leaves_exactly_the_desired_rules(api, compose):
+def test_controller_kill_9_then_restart_leaves_exactly_the_desired_rules(api, compose, userspace):
     assert put(api, "mysql-source", {"delay": "30ms", "peer": "mysql-target"}).status_code == 200
     assert put(api, "loadgen", {"delay": "20ms", "rate": "50mbit"}).status_code == 200
     before = {s: kernel_of(api, s) for s in ("mysql-target", "mysql-source", "loadgen")}
@@ -170,7 +208,7 @@ def test_controller_kill_9_then_restart_leaves_exactly_the_desired_rules(api, co
     assert 29 <= rtt["median_ms"] <= 33
 
 
-def test_concurrent_requests_end_in_the_last_accepted_state(api):
+def test_concurrent_requests_end_in_the_last_accepted_state(api, userspace):
     delays = [f"{10 + i}ms" for i in range(12)]
     with concurrent.futures.ThreadPoolExecutor(6) as pool:
         statuses = list(
@@ -186,7 +224,7 @@ def test_concurrent_requests_end_in_the_last_accepted_state(api):
     assert len(kernel_of(api, "mysql-target")["iptables"]) == 1
 
 
-def test_duration_reverts_by_itself(api):
+def test_duration_reverts_by_itself(api, userspace):
     assert put(api, "mysql-source", {"delay": "40ms", "peer": "mysql-target", "duration": "2s"}).status_code == 200
     assert kernel_of(api, "mysql-target")["iptables"]
     wait_until(lambda: not api.get("/api/shaping/mysql-source").json()["desired"], 5, 0.1, "the entry to expire")
@@ -205,8 +243,13 @@ def test_link_counters_match_iperf3(api, settings):
     )
     before = api.get("/api/links").json()["latest"]
     result = verify(api, "loadgen", "mysql-target", count=20, seconds=2)
-    time.sleep(2.5)  # the counters are sampled once a second
-    after_body = api.get("/api/links").json()
+    done = time.time()
+
+    def sampled_after_the_transfer():  # the counters are sampled once a second
+        body = api.get("/api/links").json()
+        return body if body["latest"] and min(r["epoch"] for r in body["latest"]) > done + 0.5 else None
+
+    after_body = wait_until(sampled_after_the_transfer, 10, 0.2, "a counter sample after the transfer")
     after = after_body["latest"]
     sent = link_bytes(after, "loadgen", "mysql-target") - link_bytes(before, "loadgen", "mysql-target")
     # iperf3 reports 2 s at its measured rate but also sends during the omitted first second (-O 1).
@@ -218,7 +261,7 @@ def test_link_counters_match_iperf3(api, settings):
     assert (ROOT / after_body["csv"]).stat().st_size > 0
 
 
-def test_normal_stop_clears_the_kernel_and_start_restores_it(api, compose, settings):
+def test_normal_stop_clears_the_kernel_and_start_restores_it(api, compose, settings, userspace):
     assert put(api, "mysql-source", {"delay": "25ms", "peer": "mysql-target"}).status_code == 200
     container = f"{settings.COMPOSE_PROJECT_NAME}-mysql-target-1"
     pid = subprocess.run(

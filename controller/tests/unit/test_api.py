@@ -58,7 +58,7 @@ def test_lag_bad_window_names_the_parameter(app, client):
     assert response.status_code == 400
     assert response.json == {"error": "seconds: 'abc' is not a number", "status": 400}
     response = client.get("/api/lag?seconds=-1")
-    assert response.json == {"error": "seconds: -1 is out of range 0..300", "status": 400}
+    assert response.json == {"error": "seconds: -1 is out of range 0..86400", "status": 400}
     assert client.get("/api/lag?seconds=nan").status_code == 400
 
 
@@ -100,3 +100,59 @@ def test_openapi_names_exactly_the_served_routes(app, client):
     }
     assert served == documented
     assert client.get("/api/openapi.json").json["openapi"].startswith("3.")
+
+
+def test_a_window_longer_than_the_recorder_keeps_gives_all_it_keeps(app, client):
+    """Fuzzing found ?seconds=6645.5 schema-valid but refused (the document said 0..86400)."""
+    app.extensions["laglab"].recorder = FakeRecorder([1.0, 2.0, 3.0])
+    body = client.get("/api/lag?seconds=6645.5").json
+    assert body["window_seconds"] == 300.0 and len(body["samples"]) == 3
+
+
+def test_a_405_says_which_methods_are_allowed(client):
+    response = client.post("/api/lag")
+    assert response.status_code == 405 and set(response.headers["Allow"].split(", ")) >= {"GET", "HEAD"}
+
+
+def test_schema_invalid_input_is_400_naming_the_field_and_out_of_range_is_422(client):
+    cases = [
+        ("DELETE", "/api/shaping/mysql-source?peer=", None, 400, "peer: '' is not a service name"),
+        ("GET", "/api/shaping/%C3%BB", None, 400, "service: 'û' is not a service name"),
+        (
+            "PUT",
+            "/api/shaping/mysql-source",
+            {"delay": "10ms", "correlation": ""},
+            400,
+            "correlation: '' is not a percentage",
+        ),
+        ("PUT", "/api/shaping/mysql-source", {"loss": "120%"}, 422, "loss: '120%' is out of range 0%..100%"),
+        ("PUT", "/api/shaping/mysql-source", {"jitter": "5ms"}, 422, "jitter: needs a delay"),
+        ("PUT", "/api/shaping/mysql-source", {"delay": "1ms", "latency": 1}, 400, None),
+        ("POST", "/api/verify", {"from": "", "to": ""}, 400, "from: '' is not a service name"),
+        ("POST", "/api/runs", {"scenario": "   "}, 400, "scenario: must not be empty"),
+        ("POST", "/api/runs", {"scenario": "name: x\nload: {duration: 60}\n"}, 422, None),
+        ("POST", "/api/load", {"rate": "5"}, 400, "rate: input should be a valid integer, got '5'"),
+        ("POST", "/api/load", {"prepare": "yes"}, 400, None),
+        ("POST", "/api/load", {"tables": 65}, 400, "tables: 65 is out of range 1..64"),
+    ]
+    for method, path, body, status, message in cases:
+        response = client.open(path, method=method, json=body)
+        assert (response.status_code, response.json["status"]) == (status, status), (path, body, response.json)
+        if message:
+            assert response.json["error"] == message
+
+
+def test_an_integral_float_is_an_integer():
+    from laglab.api.models import LoadBody
+
+    assert LoadBody.model_validate({"seconds": 30.0}).seconds == 30
+
+
+def test_an_unexpected_error_does_not_echo_its_text(app):
+    @app.get("/api/boom")
+    def boom():
+        raise RuntimeError("/var/lib/mysql/secret: SELECT password FROM users")
+
+    response = app.test_client().get("/api/boom")
+    assert response.status_code == 500
+    assert "secret" not in response.text and "SELECT" not in response.text

@@ -26,10 +26,51 @@ def test_verdict_message_layout():
     assert struct.unpack_from("!II", message, 24) == (nfqueue.NF_ACCEPT, 7)
 
 
-def test_rules_keep_order_per_source():
-    rule = nfqueue.Rule(delay=0.1, jitter=0.05)
+def test_jitter_spreads_holds_within_the_asked_bounds():
     import random
 
-    holds = [rule.hold_for(random.Random(1)) for _ in range(100)]
+    rng = random.Random(1)  # one generator for all draws, as the worker has
+    holds = [nfqueue.Rule(delay=0.1, jitter=0.05).hold_for(rng) for _ in range(1000)]
     assert all(0.05 <= h <= 0.15 for h in holds)
-    assert nfqueue.Rule(delay=0.1).hold_for(random.Random(1)) == 0.1
+    assert max(holds) - min(holds) > 0.09  # spread over the whole range, not one repeated value
+    assert nfqueue.Rule(delay=0.1).hold_for(rng) == 0.1
+
+
+class FakeSocket:
+    def __init__(self, datagrams):
+        self.datagrams = list(datagrams)
+
+    def recv(self, size):
+        if not self.datagrams:
+            raise BlockingIOError
+        return self.datagrams.pop(0)
+
+
+def worker_with(datagrams, rules):
+    import random
+
+    worker = object.__new__(nfqueue.Worker)  # no netlink socket: the packet logic only
+    worker.queue, worker.rng, worker.held, worker.last_due, worker.order = 0, random.Random(7), [], {}, 0
+    worker.sock = FakeSocket(datagrams)
+    worker.set_rules(rules)
+    return worker
+
+
+def verdict_ids(messages):
+    return [struct.unpack_from("!II", m, 24)[1] for m in messages]
+
+
+def test_jitter_never_reorders_packets_of_one_source():
+    """Each packet's hold is drawn anew, yet a packet never leaves before an earlier one of its source."""
+    worker = worker_with([], {"10.0.0.2": {"delay": 0.1, "jitter": 0.05}, "10.0.0.9": {"delay": 0.01}})
+    for i in range(300):
+        source = "10.0.0.2" if i % 3 else "10.0.0.9"
+        worker.sock.datagrams.append(packet_message(i, source))
+        assert worker.receive(now=i * 0.001) == []
+    released = []
+    for step in range(1, 2000):
+        released += verdict_ids(worker.release(now=step * 0.001))
+    assert sorted(released) == list(range(300))
+    from_two = [i for i in released if i % 3]
+    assert from_two == sorted(from_two)  # in arrival order
+    assert released != sorted(released)  # while the other source, with less delay, overtakes them

@@ -1,0 +1,278 @@
+"""Request and response bodies of the controller's API, as pydantic models: the same classes validate
+what comes in and generate the OpenAPI document (laglab/openapi.py), so the two cannot disagree.
+
+Request models forbid unknown fields; a value the model refuses is a 400 naming the field. A value the
+model accepts but the lab cannot use (out of range, against a rule across fields) is a 422.
+Response models list every field the API returns; nested read-backs from the kernel stay open objects.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from ..load import SCRIPTS
+from ..shaping.params import DIRECTIONS, DISTRIBUTIONS, PERCENT_PATTERN, RATE_PATTERN, SERVICE_PATTERN, TIME_PATTERN
+
+
+def _integral(value):
+    """JSON has one number type: 3.0 is the integer 3 (JSON Schema says so too)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+Service = Annotated[str, Field(pattern=SERVICE_PATTERN, description="a compose service of this lab")]
+Int = Annotated[int, BeforeValidator(_integral)]
+Time = Annotated[
+    Annotated[str, Field(pattern=TIME_PATTERN)] | Annotated[float, Field(ge=0)],
+    Field(description="'125ms', '1.5s', '500us' (a bare number is tc's unit: microseconds)"),
+]
+Percent = Annotated[
+    Annotated[str, Field(pattern=PERCENT_PATTERN)] | Annotated[float, Field(ge=0, le=100)],
+    Field(description="'0.5%' or 0.5 (meaning 0.5 %)"),
+]
+# The patterns' messages: what a 400 says when a value is not of the form its field wants.
+PATTERN_MESSAGES = {
+    TIME_PATTERN: "{value!r} is not a time (units: us, ms, s)",
+    PERCENT_PATTERN: "{value!r} is not a percentage",
+    RATE_PATTERN: "{value!r} is not a rate (units: bit, kbit, mbit, gbit; bps, kbps, mbps are bytes/s)",
+    SERVICE_PATTERN: "{value!r} is not a service name",
+    r"\S": "must not be empty",
+}
+
+
+class Body(BaseModel):
+    # strict: a JSON body's types are what the document says ("true" is not a boolean, "5" no number)
+    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True, regex_engine="python-re")
+
+
+class Query(BaseModel):
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False, regex_engine="python-re")
+
+
+class Out(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+# --- queries ---
+class LagQuery(Query):
+    seconds: float = Field(
+        30, ge=0, le=86400, description="window length; more than the recorder keeps gives all it keeps"
+    )
+    since: float = Field(0, ge=0, le=1e11, description="only samples after this epoch")
+
+
+class EventsQuery(Query):
+    since: float = Field(0, ge=0, le=1e11, description="only events after this epoch")
+
+
+class ConsistencyQuery(Query):
+    timeout: float = Field(30, ge=1, le=600, description="seconds to wait for the target")
+
+
+class PeerQuery(Query):
+    peer: Service | None = Field(None, description="only the link to this service")
+
+
+# --- bodies ---
+class ShapingBody(Body):
+    """PUT /api/shaping/<service>: netem's words, tc's units. Ranges and rules across fields are
+    checked after this (422): laglab.shaping.params.parse_request."""
+
+    delay: Time | None = Field(None, examples=["125ms"], description="0..60s")
+    jitter: Time | None = Field(None, examples=["5ms"], description="+- around the delay; needs a delay")
+    loss: Percent | None = Field(None, examples=["0.5%"])
+    rate: Annotated[str, Field(pattern=RATE_PATTERN)] | None = Field(
+        None, examples=["2mbit"], description="8kbit..10gbit (tc units; kbps = kilobytes/s)"
+    )
+    distribution: Literal[DISTRIBUTIONS] | None = Field(None, description="of the jitter")  # type: ignore[valid-type]
+    correlation: Percent | None = Field(None, description="of the jitter or the loss")
+    duplicate: Percent | None = None
+    corrupt: Percent | None = None
+    reorder: Percent | None = Field(None, description="needs a delay")
+    peer: Service | None = Field(None, description="only the link to this service")
+    direction: Literal[DIRECTIONS] = "egress"  # type: ignore[valid-type]
+    duration: Time | None = Field(None, examples=["60s"], description="revert by itself after this long (1s..24h)")
+
+
+class LoadBody(Body):
+    script: Literal[SCRIPTS] = "oltp_write_only"  # type: ignore[valid-type]
+    rate: Int = Field(100, ge=0, le=100000, description="TPS; 0 = unlimited")
+    threads: Int = Field(4, ge=1, le=256)
+    seconds: Int = Field(600, ge=1, le=86400)
+    tables: Int = Field(4, ge=1, le=64)
+    rows: Int = Field(10000, ge=1, le=1000000)
+    prepare: bool = Field(False, description="sysbench cleanup + prepare first")
+
+
+class RunBody(Body):
+    scenario: str = Field(pattern=r"\S", description="the scenario file's YAML text")
+    quick: bool = False
+
+
+class VerifyBody(Body):
+    from_: Service = Field(alias="from")
+    to: Service
+    count: Int = Field(20, ge=20, le=1000, description="pings")
+    seconds: Int = Field(3, ge=1, le=60, description="iperf3 seconds per direction")
+    streams: Int = Field(1, ge=1, le=16)
+    throughput: bool = Field(True, description="false: RTT only")
+
+
+# --- responses ---
+class Error(BaseModel):
+    error: str = Field(description="what is wrong, starting with the field it is about")
+    status: int
+
+
+class LagSample(Out):
+    time: str = Field(description="UTC, ISO 8601, microseconds")
+    epoch: float
+    status: Literal["ok", "gap"]
+    reason: str | None = Field(description="why the sample is a gap")
+    lag_seconds: float | None = Field(description="age of the oldest heartbeat not yet on the target; 0 when caught up")
+    heartbeat_age_seconds: float | None = Field(description="target now - newest heartbeat on the target")
+    heartbeat_seq: int | None
+    seconds_behind_source: int | None
+    applier_lag_seconds: float | None = Field(description="MySQL: end of apply - original commit")
+    io_running: str | None
+    sql_running: str | None
+
+
+class LagWindow(Out):
+    latest: LagSample | None
+    interval_ms: int
+    csv: str
+    window_seconds: float
+    samples: list[LagSample]
+
+
+class Health(Out):
+    status: Literal["ok"]
+    flavor_setting: str
+    run: str | None
+    shaping: dict | None
+    recorder: dict | None
+
+
+class TableSummary(Out):
+    table: str
+    source: dict | None
+    target: dict | None
+    identical: bool
+
+
+class Consistency(Out):
+    identical: bool
+    flavor: str
+    gtid: dict
+    tables: list[TableSummary]
+    differences: list[str]
+
+
+class ClusterNode(Out):
+    service: str
+    reachable: bool
+    ok: bool | None = None
+    state: str | None = Field(None, description="GR MEMBER_STATE or wsrep_local_state_comment")
+    role: str | None = Field(None, description="GR: PRIMARY or SECONDARY")
+    cluster_size: int | None = Field(None, description="Galera: wsrep_cluster_size")
+    component: str | None = Field(None, description="Galera: wsrep_cluster_status")
+    error: str | None = None
+
+
+class Cluster(Out):
+    cluster: str
+    formed: bool
+    nodes: list[ClusterNode]
+
+
+class Clusters(Out):
+    clusters: dict[str, Cluster | None] = Field(description="null: that profile is not running")
+
+
+class DesiredShaping(Out):
+    peer: str | None
+    direction: Literal["egress", "ingress", "both"]
+    expires_in: str | None = None
+
+
+class ServiceShaping(Out):
+    service: str
+    backend: str
+    desired: list[DesiredShaping]
+    kernel: dict[str, dict] = Field(description="read back from each namespace involved: tc, iptables, worker")
+
+
+class AllShaping(Out):
+    backend: str
+    shaping: list[ServiceShaping]
+
+
+class Container(Out):
+    service: str
+    container: str
+    id: str
+    pid: int
+    ip: str | None
+    running: bool
+    shaping: list[DesiredShaping]
+
+
+class Containers(Out):
+    containers: list[Container]
+
+
+class Links(Out):
+    csv: str
+    latest: list[dict]
+
+
+class Verified(Out):
+    from_: str = Field(alias="from")
+    to: str
+    backend: str
+    requested: dict
+    measured: dict
+
+
+class Event(Out):
+    epoch: float
+    time: str
+    kind: str
+    text: str
+
+
+class Events(Out):
+    events: list[Event]
+
+
+class LoadStatus(Out):
+    running: bool
+    stopping: bool
+    owner: str | None = Field(description="'panel' or the scenario run using the load generator")
+    pid: int | None = Field(description="sysbench's process id as the host sees it")
+    profile: dict | None
+    started: str | None
+    seconds: int | None
+    latest: dict | None
+    error: str | None
+
+
+class Run(Out):
+    id: str
+    scenario: str
+    status: Literal["pending", "running", "completed", "failed", "interrupted"]
+    reason: str | None
+    points: int
+    point: int | None
+    point_params: dict | None
+    step: str
+    elapsed_seconds: float
+    eta_seconds: float
+    results: str
+    summary: list[dict] | None
+
+
+class Runs(Out):
+    runs: list[Run]
