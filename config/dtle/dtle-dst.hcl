@@ -38,7 +38,7 @@ plugin "dtle" {
     data_dir        = "/dtle/var/lib/nomad"
     nats_bind       = "0.0.0.0:8193"
     nats_advertise  = "dtle-dst:8193"
-    consul          = ["consul:8500"]
+    consul          = "consul:8500"
     api_addr        = "0.0.0.0:8190"
     nomad_addr      = "dtle-dst:4646"
     publish_metrics = true

@@ -2,8 +2,8 @@
 table of the lab's schemas (row count and CHECKSUM TABLE ... EXTENDED) on both servers.
 
 Meant for a quiet lab (load stopped): writes that land on the source after its GTID set is read
-are not waited for and show up as differences. The heartbeat schema is left out: it changes 10
-times a second by design.
+are not waited for and show up as differences. The heartbeat schema is left out (it changes 10
+times a second by design), and so are the replicators' own schemas (REPLICATOR_SCHEMAS).
 """
 
 from __future__ import annotations
@@ -12,7 +12,10 @@ import time
 
 from .db import META_SCHEMA, SYSTEM_SCHEMAS, connect, executed_gtids, quote_identifier, server_dialect
 
-EXCLUDED = (*SYSTEM_SCHEMAS, META_SCHEMA)
+# The replicators' own bookkeeping exists on one side only by design: DTLE's applied-GTID table
+# (schema dtle, e.g. dtle.gtid_executed_v4) and DM's checkpoints (dm_meta) are not lab data.
+REPLICATOR_SCHEMAS = ("dtle", "dm_meta")
+EXCLUDED = (*SYSTEM_SCHEMAS, META_SCHEMA, *REPLICATOR_SCHEMAS)
 
 
 def lab_tables(conn) -> set[str]:

@@ -17,6 +17,7 @@ gap with its reason; the recorder itself never stops.
 from __future__ import annotations
 
 import collections
+import contextlib
 import threading
 import time
 from dataclasses import asdict, dataclass
@@ -158,9 +159,27 @@ class LagRecorder:
         # (seq, ts) of heartbeats written, oldest first; enough to cover any lag the window can show.
         self._written: collections.deque[tuple[int, float]] = collections.deque(maxlen=self.samples.maxlen * 2)
         self._written_lock = threading.Lock()
+        self._writes_paused = threading.Event()
 
     # --- the heartbeat writer (source) ---
+    @property
+    def written_seq(self) -> int:
+        """The sequence number of the newest heartbeat written (or about to be)."""
+        return self._seq
+
+    @contextlib.contextmanager
+    def writes_paused(self):
+        """No heartbeat is written inside: a hand-over between replicators needs the source's executed
+        GTID set to stand still. Samples go on (lag grows as it would)."""
+        self._writes_paused.set()
+        try:
+            yield
+        finally:
+            self._writes_paused.clear()
+
     def _write(self) -> None:
+        if self._writes_paused.is_set():
+            return
         try:
             if self._src is None:
                 self._src = connect(self.source, timeout=min(2.0, max(0.5, self.interval * 5)))

@@ -85,7 +85,8 @@ def dmctl_argv(*command: str) -> list[str]:
 
 
 def parse_query_status(text: str) -> dict:
-    """`dmctl query-status <task>` (JSON): the sync unit's stage and secondsBehindMaster per source."""
+    """`dmctl query-status <task>` (JSON): the sync unit's stage, secondsBehindMaster (the largest over
+    sources) and the GTID set its syncer has passed (syncerBinlogGtid; the lab has one source)."""
     import json
 
     try:
@@ -94,14 +95,15 @@ def parse_query_status(text: str) -> dict:
         raise ValueError(f"query-status did not answer JSON: {text.strip()[:200]}") from None
     if not doc.get("result", False):
         raise ValueError(f"query-status failed: {doc.get('msg') or text.strip()[:200]}")
-    stages, lags = [], []
+    stages, lags, synced = [], [], None
     for source in doc.get("sources") or []:
         for sub in source.get("subTaskStatus") or []:
             stages.append(sub.get("stage"))
             sync = sub.get("sync") or {}
             if sync.get("secondsBehindMaster") not in (None, ""):
                 lags.append(float(sync["secondsBehindMaster"]))
-    return {"stages": stages, "seconds_behind_master": max(lags) if lags else None}
+            synced = sync.get("syncerBinlogGtid") or synced
+    return {"stages": stages, "seconds_behind_master": max(lags) if lags else None, "syncer_gtid": synced}
 
 
 def parse_metrics(text: str, task: str = TASK) -> float | None:

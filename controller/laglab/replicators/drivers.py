@@ -8,29 +8,95 @@ containers, never against DTLE or DM themselves.
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 from ..containers import put_files
-from ..db import META_SCHEMA, connect, executed_gtids, server_dialect
+from ..db import META_SCHEMA, connect, server_dialect
 from . import dm, dtle
+
+
+class NativeLink:
+    """Native replication mysql-source -> mysql-target as the hand-overs to and from DTLE need it."""
+
+    def __init__(self, source, target):
+        self.source, self.target = source, target
+
+    def _query(self, endpoint, sql: str, args=None, read_timeout: float | None = None) -> dict | None:
+        conn = connect(endpoint, timeout=5, read_timeout=read_timeout)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(sql, args)
+                return cur.fetchone()
+        finally:
+            conn.close()
+
+    def _dialect(self):
+        conn = connect(self.source, timeout=5)
+        try:
+            dialect = server_dialect(conn)
+        finally:
+            conn.close()
+        if dialect.is_mariadb:
+            raise RuntimeError("DTLE replicates MySQL only (gtid_mode=ON); the MariaDB flavour cannot hand over to it")
+        return dialect
+
+    def source_executed(self) -> str:
+        return str(self._query(self.source, "SELECT @@GLOBAL.gtid_executed AS g")["g"])
+
+    def target_executed(self) -> str:
+        return str(self._query(self.target, "SELECT @@GLOBAL.gtid_executed AS g")["g"])
+
+    def subset(self, part: str, whole: str) -> bool:
+        return bool(self._query(self.source, "SELECT GTID_SUBSET(%s, %s) AS s", (part, whole))["s"])
+
+    def wait_target_executed(self, gtids: str, timeout: float) -> bool:
+        dialect = self._dialect()
+        row = self._query(self.target, dialect.wait_for_gtids(), (gtids, int(timeout)), read_timeout=timeout + 30)
+        return bool(row["done"])
+
+    def stop(self) -> None:
+        self._query(self.target, self._dialect().stop_replica)
+
+    def resume_from(self, applied: str) -> None:
+        """Native replication goes on after what was applied by others (DTLE): auto-positioning asks the
+        source for everything else."""
+        conn = connect(self.target, timeout=5, read_timeout=60)
+        try:
+            with conn.cursor() as cur:
+                for sql, args in resume_native(False, applied):
+                    cur.execute(sql, args)
+        finally:
+            conn.close()
 
 
 class DtleDriver:
     """mysql-source -> dtle-src ~~ dtle-dst -> mysql-target, with native replication paused meanwhile.
 
     The job carries the lab schema and the heartbeat schema, so the lag recorder measures DTLE's lag.
-    It starts from the source's executed GTID set (the target already holds the data). Afterwards
-    native replication resumes from the source's GTID set as the target's purged set."""
+    Every hand-over (native -> DTLE, DTLE -> DTLE with new options, DTLE -> native) happens at a
+    caught-up point with the heartbeat writer paused, so the source's executed set stands still:
+    - to DTLE: the target executes the source's set, native stops, and DTLE starts from the target's
+      executed set (exactly what native applied);
+    - from DTLE: DTLE's own record of what it applied (its Gtid in Consul) covers the source's set,
+      the job stops, and native resumes from that record, never from the source's set.
+    Consul's dtle/<job>/ tree is deleted before every start and after every stop: DTLE prefers a stale
+    Gtid there over the job's own."""
 
     kind = "dtle"
+    HANDOVER_TIMEOUT = 300.0
 
-    def __init__(self, lab, nomad: dtle.Nomad | None = None, http=None):
+    def __init__(self, lab, nomad: dtle.Nomad | None = None, http=None, consul=None, native=None, sleep=time.sleep):
         import requests
 
         self.lab = lab
         self.http = http or requests.Session()
         self.nomad = nomad or dtle.Nomad(http=self.http)
+        self.consul = consul or dtle.Consul(http=self.http)
+        self.native = native or (NativeLink(lab.source, lab.target) if lab is not None else None)
+        self.sleep = sleep
         self.running = False
+        self.applied: str | None = None  # DTLE's Gtid at the last stop: where native resumed
 
     def _inside(self, name: str) -> tuple[str, int, str, str]:
         return (name, 3306, "root", str(self.lab.settings.MYSQL_ROOT_PASSWORD))
@@ -46,30 +112,66 @@ class DtleDriver:
             chunk_size=replicator.chunk_size,
         )
 
-    def start(self, replicator, rtt_seconds: float) -> None:
-        if self.running:
-            self.nomad.stop(dtle.JOB_ID)
-        src, dst = connect(self.lab.source, timeout=5), connect(self.lab.target, timeout=5)
-        try:
-            dialect = server_dialect(src)
-            with dst.cursor() as cur:
-                cur.execute(dialect.stop_replica)
-            gtids = executed_gtids(src, dialect)
-        finally:
-            src.close()
-            dst.close()
-        options = self.options(replicator, rtt_seconds)
-        options = dtle.JobOptions(**{**options.__dict__, "gtid": gtids})
-        schemas = [str(self.lab.settings.LAB_DATABASE), META_SCHEMA]
-        body = dtle.job(dtle.JOB_ID, schemas, self._inside("mysql-source"), self._inside("mysql-target"), options)
-        self.nomad.submit(body)
-        self.running = True
-        self.nomad.wait_running(dtle.JOB_ID, 120)
+    def _heartbeats_paused(self):
+        recorder = self.lab.recorder if self.lab is not None else None
+        return recorder.writes_paused() if recorder is not None else contextlib.nullcontext()
 
-    def caught_up(self) -> bool:
+    def _dtle_applied(self, timeout: float) -> str:
+        """Waits until DTLE's record of what it applied covers the source's executed set; returns it."""
+        wanted = self.native.source_executed()
+        deadline = time.monotonic() + timeout
+        key = f"{dtle.job_kv_prefix(dtle.JOB_ID)}/Gtid"
+        while True:
+            applied = self.consul.get(key) or ""
+            if applied and self.native.subset(wanted, applied):
+                return applied
+            if time.monotonic() > deadline:
+                raise dtle.DriverError(
+                    f"DTLE did not record the source's transactions within {timeout:g}s "
+                    f"(source {wanted!r}, DTLE's Gtid {applied!r})"
+                )
+            self.sleep(0.5)
+
+    def _stop_job(self) -> str:
+        applied = self._dtle_applied(self.HANDOVER_TIMEOUT)
+        self.nomad.stop(dtle.JOB_ID)
+        self.consul.delete_tree(dtle.job_kv_prefix(dtle.JOB_ID))
+        self.running = False
+        return applied
+
+    def start(self, replicator, rtt_seconds: float) -> None:
+        with self._heartbeats_paused():
+            if self.running:  # new options: DTLE -> DTLE, from what the running job applied
+                start_at = self._stop_job()
+            else:  # native -> DTLE, at a point where the target has everything native fetched
+                wanted = self.native.source_executed()
+                if not self.native.wait_target_executed(wanted, self.HANDOVER_TIMEOUT):
+                    raise dtle.DriverError(
+                        f"native replication did not catch up within {self.HANDOVER_TIMEOUT:g}s: not handing over"
+                    )
+                self.native.stop()
+                start_at = self.native.target_executed()
+            self.consul.delete_tree(dtle.job_kv_prefix(dtle.JOB_ID))  # no stale Gtid may override ours
+            options = dtle.JobOptions(**{**self.options(replicator, rtt_seconds).__dict__, "gtid": start_at})
+            schemas = [str(self.lab.settings.LAB_DATABASE), META_SCHEMA]
+            body = dtle.job(dtle.JOB_ID, schemas, self._inside("mysql-source"), self._inside("mysql-target"), options)
+            self.nomad.submit(body)
+            self.running = True
+            self.nomad.wait_running(dtle.JOB_ID, 120)
+
+    def wait_caught_up(self, timeout: float, sleep=None) -> None:
+        """Caught up = the target holds a heartbeat written after this call, whatever the link's delay
+        (a lag of exactly 0 never comes while the link is delayed)."""
         recorder = self.lab.recorder
-        latest = recorder.samples[-1] if recorder and recorder.samples else None
-        return bool(latest) and latest.status == "ok" and latest.lag_seconds == 0
+        mark = recorder.written_seq + 1
+        deadline = time.monotonic() + timeout
+        while True:
+            latest = recorder.samples[-1] if recorder.samples else None
+            if latest is not None and latest.heartbeat_seq is not None and latest.heartbeat_seq >= mark:
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"dtle did not catch up within {timeout:g}s")
+            (sleep or self.sleep)(0.2)
 
     def sample(self) -> dict:
         views = []
@@ -82,24 +184,15 @@ class DtleDriver:
     def stop(self) -> None:
         if not self.running:
             return
-        self.nomad.stop(dtle.JOB_ID)
-        self.running = False
-        src, dst = connect(self.lab.source, timeout=5), connect(self.lab.target, timeout=5, read_timeout=60)
-        try:
-            dialect = server_dialect(src)
-            gtids = executed_gtids(src, dialect)
-            with dst.cursor() as cur:
-                for sql, args in resume_native(dialect.is_mariadb, gtids):
-                    cur.execute(sql, args)
-        finally:
-            src.close()
-            dst.close()
+        with self._heartbeats_paused():
+            self.applied = self._stop_job()
+            self.native.resume_from(self.applied)
 
 
 def resume_native(mariadb: bool, source_gtids: str) -> list[tuple[str, tuple | None]]:
-    """After DTLE applied the source's transactions under the target's own GTIDs: make the source's
-    set the target's purged set so that auto-positioning resumes where DTLE stopped (the target's
-    binary logs are dropped: it is a replica in this lab)."""
+    """After DTLE applied source transactions under the target's own GTIDs: make the set DTLE applied
+    the target's purged set so that auto-positioning resumes where DTLE stopped (the target's binary
+    logs are dropped: it is a replica in this lab)."""
     if mariadb:
         return [("STOP SLAVE", None), ("SET GLOBAL gtid_slave_pos = %s", (source_gtids,)), ("START SLAVE", None)]
     return [
@@ -185,6 +278,21 @@ class DmDriver:
 
     def caught_up(self) -> bool:
         return dm.parse_query_status(self._dmctl("query-status", dm.TASK))["seconds_behind_master"] == 0
+
+    def wait_caught_up(self, timeout: float, sleep=time.sleep) -> None:
+        """Caught up = DM's syncer has passed every transaction the source had executed at this call
+        (its GTID set, from query-status), whatever the link's delay; secondsBehindMaster is whole
+        seconds and reads 0 while a delayed link still holds transactions."""
+        native = NativeLink(self.lab.source, self.lab.target)
+        wanted = native.source_executed()
+        deadline = time.monotonic() + timeout
+        while True:
+            synced = dm.parse_query_status(self._dmctl("query-status", dm.TASK))["syncer_gtid"]
+            if synced and native.subset(wanted, synced):
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"dm did not catch up within {timeout:g}s (syncer at {synced!r})")
+            sleep(1)
 
     def sample(self) -> dict:
         status = dm.parse_query_status(self._dmctl("query-status", dm.TASK))

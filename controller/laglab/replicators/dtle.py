@@ -68,7 +68,7 @@ plugin "dtle" {{
     data_dir        = "/dtle/var/lib/nomad"
     nats_bind       = "0.0.0.0:8193"
     nats_advertise  = "{name}:8193"
-    consul          = ["{consul}"]
+    consul          = "{consul}"
     api_addr        = "0.0.0.0:8190"
     nomad_addr      = "{name}:4646"
     publish_metrics = true
@@ -175,6 +175,40 @@ class Nomad:
 
     def stop(self, job_id: str) -> None:
         self._call("DELETE", f"/v1/job/{job_id}", params={"purge": "true"})
+
+
+class Consul:
+    """Consul's KV store, where DTLE keeps a job's progress under dtle/<job>/ (Gtid, BinlogFilePos,
+    NatsAddr). DTLE prefers that Gtid over the job's own on a restart of the same job name, and purging
+    the Nomad job leaves it: a stale tree silently replays transactions, so the driver deletes it."""
+
+    def __init__(self, base: str = "http://consul:8500", http=None, timeout: float = 10.0):
+        import requests
+
+        self.base, self.http, self.timeout = base.rstrip("/"), http or requests.Session(), timeout
+
+    def _call(self, method: str, path: str, params=None):
+        response = self.http.request(method, self.base + path, params=params, timeout=self.timeout)
+        if response.status_code == 404:
+            return None
+        if response.status_code >= 300:
+            raise DriverError(f"Consul {method} {path}: HTTP {response.status_code}: {response.text.strip()[:300]}")
+        return response
+
+    def get(self, key: str) -> str | None:
+        response = self._call("GET", f"/v1/kv/{key}", params={"raw": "true"})
+        return None if response is None else response.text
+
+    def keys(self, prefix: str) -> list[str]:
+        response = self._call("GET", f"/v1/kv/{prefix}", params={"keys": "true"})
+        return [] if response is None else list(response.json())
+
+    def delete_tree(self, prefix: str) -> None:
+        self._call("DELETE", f"/v1/kv/{prefix}", params={"recurse": "true"})
+
+
+def job_kv_prefix(job_id: str) -> str:
+    return f"dtle/{job_id}"
 
 
 def parse_metrics(text: str, job_id: str = JOB_ID) -> dict:

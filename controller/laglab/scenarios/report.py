@@ -234,6 +234,7 @@ def render(run: Path) -> Path:
             f"{_fmt(p.get('p95_lag_seconds'))} | {_fmt(p.get('lag_slope'), 4)} | {_fmt(p.get('tps'), 1)} | {_fmt(p.get('qps'), 1)} | "
             f"{_fmt(p.get('link_mbit'))} / {_fmt(p.get('reverse_link_mbit'))} | {_fmt(p.get('binlog_mbit'))} | {checks} |"
         )
+    lines += replicator_lines(summary)
     lines += cluster_lines(summary)
     best = sustained(summary)
     if best:
@@ -287,3 +288,26 @@ def main(argv: list[str]) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv))
+
+
+def replicator_lines(summary: dict) -> list[str]:
+    """DTLE's / DM's own figures beside the heartbeat lag (never instead of it: dtle_delay_time and
+    secondsBehindMaster are whole seconds, the heartbeat lag has the recorder's resolution)."""
+    points = [p for p in summary.get("points", []) if p.get("replicator_metrics")]
+    if not points:
+        return []
+    lines = [
+        "",
+        "## The replicator's own figures",
+        "",
+        "| # | parameters | max lag, heartbeat (s) | max delay it reports (whole s) | its network in / out (Mbit/s) |",
+        "|---|---|---|---|---|",
+    ]
+    for p in points:
+        m = p["replicator_metrics"]
+        params = ", ".join(f"{k}={val}" for k, val in p["params"].items()) or "-"
+        lines.append(
+            f"| {p['point']} | {params} | {_fmt(p.get('max_lag_seconds'))} | {_fmt(m.get('max_delay_seconds'), 0)} | "
+            f"{_fmt(m.get('network_in_mbit'))} / {_fmt(m.get('network_out_mbit'))} |"
+        )
+    return lines

@@ -139,7 +139,11 @@ QUERY_STATUS = {
 
 
 def test_dm_query_status_and_metrics():
-    assert dm.parse_query_status(json.dumps(QUERY_STATUS)) == {"stages": ["Running"], "seconds_behind_master": 2.0}
+    assert dm.parse_query_status(json.dumps(QUERY_STATUS)) == {
+        "stages": ["Running"],
+        "seconds_behind_master": 2.0,
+        "syncer_gtid": None,
+    }
     with pytest.raises(ValueError, match="query-status failed: task laglab has no source"):
         dm.parse_query_status(json.dumps({"result": False, "msg": "task laglab has no source"}))
     with pytest.raises(ValueError, match="did not answer JSON"):

@@ -1,0 +1,259 @@
+"""DTLE against what a real DTLE 4.23 agent did (shared/REFERENCE.md, issue #11), with fakes of
+Nomad, Consul and the two servers: the config it accepts, Consul's stale progress, its own schema,
+caught-up on a delayed link, and no transaction lost or replayed across the hand-overs."""
+
+import contextlib
+import re
+from pathlib import Path
+
+import pytest
+
+from laglab import consistency
+from laglab.lag import LagSample
+from laglab.replicators import drivers, dtle
+from laglab.scenarios.spec import load_text
+
+CONFIG = Path(__file__).resolve().parents[3] / "config" / "dtle"
+
+
+def plugin_consul(text: str) -> str:
+    block = text[text.index('plugin "dtle"') :]
+    return re.search(r"^\s*consul\s*=\s*(.+)$", block, re.M).group(1).strip()
+
+
+def test_the_plugins_consul_setting_is_a_string():
+    """A list made both agents exit: `plugin "dtle" (driver): failed to parse config: Incorrect attribute
+    value type: Inappropriate value for attribute "consul": string required.`"""
+    for name, server in (("dtle-src", True), ("dtle-dst", False)):
+        rendered = dtle.agent_config(name, server=server)
+        assert plugin_consul(rendered) == '"consul:8500"'
+        assert plugin_consul((CONFIG / f"{name}.hcl").read_text()) == '"consul:8500"'
+
+
+def test_dtles_own_schemas_are_not_lab_data():
+    """Every DTLE run said identical: false for dtle.gtid_executed_v4, which exists on the target only."""
+
+    class Cursor:
+        def __init__(self):
+            self.args = None
+
+        def execute(self, sql, args=None):
+            self.args = args
+
+        def fetchall(self):
+            return [{"s": "lab", "t": "sbtest1"}]
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    cursor = Cursor()
+    conn = type("Conn", (), {"cursor": lambda self: cursor})()
+    assert consistency.lab_tables(conn) == {"lab.sbtest1"}
+    assert {"dtle", "dm_meta", "laglab_meta", "mysql"} <= set(cursor.args)
+
+
+# --- a small world: one source, native replication, DTLE, Consul -----------------------------------
+def count(gtids: str) -> int:
+    """'S:1-N' -> N (the fakes use one source UUID and contiguous sets)."""
+    match = re.fullmatch(r"S:1-(\d+)", gtids)
+    return int(match.group(1)) if match else 0
+
+
+class World:
+    """The source executed `source` transactions; who applied each one on the target."""
+
+    def __init__(self, source: int, native: int):
+        self.source, self.native, self.dtle = source, native, None
+        self.native_running, self.job_running = True, False
+        self.applied: dict[int, list[str]] = {i: ["native"] for i in range(1, native + 1)}
+        self.kv: dict[str, str] = {}
+
+    def apply(self, who: str, upto: int) -> None:
+        done = self.native if who == "native" else self.dtle
+        for i in range(done + 1, upto + 1):
+            self.applied.setdefault(i, []).append(who)
+        if who == "native":
+            self.native = max(self.native, upto)
+        else:
+            self.dtle = max(self.dtle, upto)
+
+    def write(self, n: int) -> None:
+        """Load on the source; whoever replicates takes a little of it at once (a backlog remains)."""
+        self.source += n
+        if self.native_running:
+            self.apply("native", self.source - 7)
+
+
+class FakeNative:
+    def __init__(self, world):
+        self.world = world
+
+    def source_executed(self):
+        return f"S:1-{self.world.source}"
+
+    def target_executed(self):
+        return f"S:1-{self.world.native}"
+
+    def subset(self, part, whole):
+        return count(part) <= count(whole)
+
+    def wait_target_executed(self, gtids, timeout):
+        self.world.apply("native", count(gtids))  # the backlog drains
+        return True
+
+    def stop(self):
+        self.world.native_running = False
+
+    def resume_from(self, applied):
+        self.world.native_running = True
+        self.world.native = count(applied)  # gtid_purged: what others applied
+        self.world.apply("native", self.world.source)  # auto-positioning fetches the rest
+
+
+class FakeNomad:
+    def __init__(self, world):
+        self.world, self.submitted = world, []
+
+    def submit(self, body):
+        start = body["Job"]["TaskGroups"][0]["Tasks"][0]["Config"]["Gtid"]
+        self.submitted.append((start, dict(self.world.kv)))
+        gtid = self.world.kv.get("dtle/laglab/Gtid", start)  # what DTLE does: Consul's Gtid wins
+        self.world.dtle, self.world.job_running = count(gtid), True
+
+    def wait_running(self, job_id, timeout):
+        return {"src": "running", "dest": "running"}
+
+    def stop(self, job_id):
+        self.world.job_running = False
+
+
+class FakeConsul:
+    """DTLE records its progress here a few transactions at a time, as it applies them."""
+
+    def __init__(self, world):
+        self.world, self.deleted = world, []
+
+    def get(self, key):
+        w = self.world
+        if w.job_running:
+            w.apply("dtle", min(w.source, w.dtle + 5))
+            w.kv.update(
+                {"dtle/laglab/Gtid": f"S:1-{w.dtle}", "dtle/laglab/BinlogFilePos": "x", "dtle/laglab/NatsAddr": "y"}
+            )
+        return w.kv.get(key)
+
+    def keys(self, prefix):
+        return sorted(k for k in self.world.kv if k.startswith(prefix))
+
+    def delete_tree(self, prefix):
+        self.deleted.append(prefix)
+        for key in self.keys(prefix):
+            del self.world.kv[key]
+
+
+class FakeRecorder:
+    def __init__(self):
+        self.paused = 0
+
+    @contextlib.contextmanager
+    def writes_paused(self):
+        self.paused += 1
+        yield
+
+
+class Lab:
+    class settings:
+        MYSQL_ROOT_PASSWORD = "pw"
+        LAB_DATABASE = "lab"
+
+    source = target = None
+
+    def __init__(self):
+        self.recorder = FakeRecorder()
+
+
+def driver_in(world):
+    return drivers.DtleDriver(
+        Lab(),
+        nomad=FakeNomad(world),
+        http=object(),
+        consul=FakeConsul(world),
+        native=FakeNative(world),
+        sleep=lambda s: None,
+    )
+
+
+REPLICATOR = load_text("name: x\nreplicator: {kind: dtle}\n").points[0].scenario.replicator
+
+
+def test_a_backlog_survives_both_hand_overs_and_nothing_is_replayed():
+    world = World(source=100, native=88)  # native replication is 12 transactions behind
+    driver = driver_in(world)
+    driver.start(REPLICATOR, 0.25)
+    assert driver.nomad.submitted[0][0] == "S:1-100"  # DTLE starts where native actually stopped
+    world.write(40)  # the point's load, replicated by DTLE (and still behind when the point ends)
+    driver.start(REPLICATOR, 0.1)  # the next point: new options, DTLE -> DTLE
+    world.write(25)
+    driver.stop()
+    assert driver.applied == "S:1-165"  # native resumed from what DTLE recorded, not from the source
+    assert {i: who for i, who in world.applied.items() if len(who) != 1} == {}  # none twice
+    assert sorted(world.applied) == list(range(1, 166))  # none lost
+    assert driver.lab.recorder.paused == 3  # every hand-over with the source's set standing still
+
+
+def test_stale_progress_in_consul_never_overrides_the_start_point():
+    """Seen: `Use gtid from consul gtid=...:1-135101` replayed what native had applied."""
+    world = World(source=200, native=200)
+    world.kv = {"dtle/laglab/Gtid": "S:1-150", "dtle/laglab/BinlogFilePos": "b", "dtle/laglab/NatsAddr": "n"}
+    driver = driver_in(world)
+    driver.start(REPLICATOR, 0.0)
+    start, kv_at_submit = driver.nomad.submitted[0]
+    assert start == "S:1-200" and kv_at_submit == {}  # the tree was gone when the job was submitted
+    assert world.dtle == 200
+    driver.stop()
+    assert driver.consul.deleted == ["dtle/laglab", "dtle/laglab"] and driver.consul.keys("dtle/laglab") == []
+    assert all(len(who) == 1 for who in world.applied.values())
+
+
+class SeqRecorder:
+    """Lag stays 0.3 s (a 250 ms RTT link) while heartbeats keep arriving."""
+
+    def __init__(self):
+        self.seq = 1000
+        self.samples = []
+
+    @property
+    def written_seq(self):
+        return self.seq
+
+    def tick(self, *_):
+        self.seq += 1
+        self.samples.append(LagSample(time="t", epoch=0.0, status="ok", lag_seconds=0.3, heartbeat_seq=self.seq - 2))
+
+
+def test_caught_up_on_a_delayed_link_is_a_newer_heartbeat_not_a_lag_of_zero():
+    """Every sweep ending on a delayed point failed: `dtle did not catch up within 120s`."""
+    lab = Lab()
+    lab.recorder = SeqRecorder()
+    driver = drivers.DtleDriver(lab, nomad=object(), http=object(), consul=object(), native=object())
+    driver.wait_caught_up(5, sleep=lab.recorder.tick)
+    assert lab.recorder.samples[-1].heartbeat_seq >= 1001 and lab.recorder.samples[-1].lag_seconds == 0.3
+    stuck = Lab()
+    stuck.recorder = SeqRecorder()
+    stuck.recorder.tick = lambda *_: None  # nothing arrives: a clear error, not a hang
+    with pytest.raises(RuntimeError, match=r"dtle did not catch up within 0\.05s"):
+        drivers.DtleDriver(stuck, nomad=object(), http=object(), consul=object(), native=object()).wait_caught_up(
+            0.05, sleep=lambda s: __import__("time").sleep(0.01)
+        )
+
+
+def test_the_report_shows_dtles_delay_beside_the_heartbeat_lag():
+    from laglab.scenarios.report import replicator_lines
+
+    point = {"point": 1, "params": {"load.rate": 300}, "max_lag_seconds": 1.312,
+             "replicator_metrics": {"max_delay_seconds": 1.0, "network_in_mbit": 0.34, "network_out_mbit": 0.35}}  # fmt: skip
+    assert replicator_lines({"points": [point]})[-1] == "| 1 | load.rate=300 | 1.312 | 1 | 0.34 / 0.35 |"
+    assert replicator_lines({"points": [{**point, "replicator_metrics": None}]}) == []
