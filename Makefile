@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 ARGS ?=
 
 PHONY_RUNS := run report clean-results
-.PHONY: $(PHONY_RUNS) up down clean test test-unit test-integration lint format consistency lag ps logs bench-startup bench-shaping bench-memory venv
+.PHONY: $(PHONY_RUNS) up down clean test test-unit test-integration test-kernel lint format consistency lag ps logs bench-startup bench-shaping bench-memory venv
 
 PROFILE ?=
 up: ## start the lab (installs and builds what is missing); PROFILE=monitoring adds Prometheus + Grafana
@@ -24,6 +24,9 @@ $(VENV)/.installed: controller/requirements.txt controller/requirements-dev.txt
 
 test: venv up ## unit + integration tests against the running lab
 	scripts/test
+
+test-kernel: ## both shaping backends on a netem kernel in User-mode Linux (no Docker needed)
+	scripts/uml $(ARGS)
 
 test-unit: venv
 	cd controller && ../$(PY) -m pytest -q tests/unit
@@ -62,8 +65,8 @@ ps:
 logs:
 	@source scripts/env.sh && compose logs --tail 50 $(SERVICE)
 
-bench-shaping: venv ## delay and rate fidelity, capacity under delay, control latency (lab running)
-	$(PY) scripts/bench-shaping
+bench-shaping: venv ## delay and rate fidelity, capacity under delay, control latency (lab running); ARGS=--uml: both backends in User-mode Linux
+	$(PY) scripts/bench-shaping $(ARGS)
 
 bench-memory: venv ## controller RSS over a long recording, growth per hour (ARGS="--minutes 30 --load")
 	$(PY) scripts/bench-memory $(ARGS)

@@ -10,9 +10,6 @@ import io
 import tarfile
 from dataclasses import dataclass
 
-import docker
-import docker.errors
-
 PROJECT_LABEL = "com.docker.compose.project"
 SERVICE_LABEL = "com.docker.compose.service"
 
@@ -47,6 +44,8 @@ class Containers:
     @property
     def client(self):
         if self._client is None:
+            import docker  # here, not at import: the kernel suite (User-mode Linux) resolves without it
+
             self._client = docker.from_env(timeout=10)
         return self._client
 

@@ -125,9 +125,23 @@ class KernelBackend:
             args += ["reorder", f"{s.reorder * 100:g}%"]
         return args
 
-    def tc_commands(self, service_wide: Shaping | None, per_peer: dict[str, Shaping]) -> list[list[str]]:
+    @staticmethod
+    def layout(service_wide: Shaping | None, per_peer: dict[str, Shaping]) -> tuple:
+        """What the qdisc tree looks like, values aside. Two plans of one layout differ only in values,
+        and `tc ... replace` of the same handles changes them in place: no queued packet is dropped.
+        Another layout starts from an empty root (a netem root cannot be replaced by htb: 'Invalid
+        qdisc name'; and a removed peer's class and filter must not stay)."""
+        if not per_peer:
+            return ("netem-root", service_wide is not None, bool(service_wide and service_wide.rate))
+        return ("htb", service_wide is not None, tuple(sorted(per_peer)))
+
+    def tc_commands(
+        self, service_wide: Shaping | None, per_peer: dict[str, Shaping], in_place: bool = False
+    ) -> list[list[str]]:
         """Egress of one container: netem root (+ tbf child for a rate), or htb with a class and a
-        netem leaf per peer when any peer has its own settings."""
+        netem leaf per peer when any peer has its own settings. `in_place`: the same layout is there
+        already, so the htb root is left as it is (htb has no change operation: 'Change operation not
+        supported by specified qdisc'); classes, filters and leaves are replaced."""
         tc = ["tc"]
         if not per_peer:
             if service_wide is None:
@@ -154,6 +168,8 @@ class KernelBackend:
         if service_wide is not None:
             rates[None] = service_wide.rate or UNSHAPED
         cmds = htb_commands(rates)
+        if in_place:
+            cmds = [c for c in cmds if not (c[1] == "qdisc" and "root" in c)]
         leaves = {None: service_wide, **per_peer}
         minors = {None: 10, **{dest: m for m, dest in enumerate(sorted(per_peer), start=11)}}
         for dest, settings in leaves.items():

@@ -204,10 +204,18 @@ class ShapingManager:
         previous = self.applied.get(service)
         if previous is not None and previous.pid == pid and previous.plan == plan and not force:
             return
-        commands = self.backend.tc_commands(plan.service_wide, plan.per_peer)
-        # A new layout starts from an empty root, so no class, filter or leaf of a removed peer stays.
-        self.executor.run(["tc", "qdisc", "del", "dev", backends.DEV, "root"], netns_pid=pid, check=False)
-        for cmd in commands:
+        layout = self.backend.layout(plan.service_wide, plan.per_peer)
+        in_place = (
+            previous is not None
+            and previous.pid == pid
+            and not force
+            and self.backend.layout(previous.plan.service_wide, previous.plan.per_peer) == layout
+        )
+        commands = self.backend.tc_commands(plan.service_wide, plan.per_peer, in_place=in_place)
+        if not in_place:
+            # A new layout starts from an empty root, so no class, filter or leaf of a removed peer stays.
+            self.executor.run(["tc", "qdisc", "del", "dev", backends.DEV, "root"], netns_pid=pid, check=False)
+        for cmd in commands:  # every command is a `replace` of fixed handles: values change in place
             self.executor.run(cmd, netns_pid=pid)
         self.applied[service] = Applied(pid, plan)
 

@@ -154,3 +154,19 @@ def test_a_real_executor_keeps_no_history():
     for _ in range(50):
         executor.run(["true"])
     assert executor.ran == []
+
+
+def test_kernel_backend_changes_values_in_place_and_rebuilds_only_a_new_layout(tmp_path):
+    """Found by the UML harness: every change deleted the root qdisc first, dropping what netem held
+    (4 of 300 pings lost across 5 changes). Same layout: `replace` only; another layout: from empty."""
+    m = manager(backends.KernelBackend(), tmp_path)
+    m.put("mysql-source", parse_request({"delay": "20ms", "peer": "mysql-target"}))
+    m.executor.ran.clear()
+    m.put("mysql-source", parse_request({"delay": "40ms", "peer": "mysql-target"}))
+    assert ns(1001, "tc", "qdisc", "del", "dev", "eth0", "root") not in m.executor.ran
+    assert any("netem" in argv and "40ms" in argv and "replace" in argv for argv in m.executor.ran)
+    # and the htb root stays: htb has no change operation ('Change operation not supported')
+    assert not any("htb" in argv and "root" in argv for argv in m.executor.ran)
+    m.executor.ran.clear()
+    m.put("mysql-source", parse_request({"delay": "10ms"}))  # a service-wide entry too: htb gets a default leaf
+    assert ns(1001, "tc", "qdisc", "del", "dev", "eth0", "root") in m.executor.ran

@@ -1,0 +1,247 @@
+"""Both shaping backends on one real kernel with sch_netem (User-mode Linux, scripts/uml): what the
+lab's shaping integration tests check on the Docker lab, here for `kernel` and `userspace` alike,
+measured with ping and iperf3 inside the namespaces."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+import pytest
+
+from laglab.shaping.manager import ShapingError
+from laglab.shaping.params import parse_request
+
+from .conftest import BACKENDS, iperf3, make_manager, ns_exec, ping, record, sh, wait_until
+
+SRC, DST, OTHER = "mysql-source", "mysql-target", "loadgen"
+
+
+def tolerance(asked_ms: float) -> float:
+    """|RTT - asked| allowed: 1 ms or 2 % (the lab's target on a real kernel), plus 1.5 ms for User-mode
+    Linux itself (its timers and a Python worker in a kernel that runs as a process). The figures go to
+    the side-by-side table; the lab's own fidelity is measured on its real kernel by bench-shaping."""
+    return max(1.0, 0.02 * asked_ms) + 1.5
+
+
+@pytest.mark.parametrize("one_way_ms", [10, 50, 125])
+def test_delay_on_a_link_is_the_rtt_both_ways(manager, backend, one_way_ms):
+    manager.put(SRC, parse_request({"delay": f"{one_way_ms}ms", "peer": DST}))
+    manager.put(DST, parse_request({"delay": f"{one_way_ms}ms", "peer": SRC}))
+    asked = 2 * one_way_ms
+    got = ping(SRC, DST, count=60, interval=0.02)
+    record("delay", backend, asked_ms=asked, median_ms=got["median"], p99_ms=got["p99"])
+    assert got["received"] == 60
+    assert abs(got["median"] - asked) <= tolerance(asked), got["times"][:10]
+    # p99 in UML: the userspace worker is a Python process scheduled by a kernel that is itself a
+    # process, so one ping in 60 can wait a scheduler tick or two (seen: 27 ms for 20 asked). The
+    # lab's real-kernel p99 is bench-shaping's figure; here the tail must stay within 8 ms more.
+    assert abs(got["p99"] - asked) <= tolerance(asked) + 8.0, sorted(got["times"])[-5:]
+
+
+def test_one_link_only_per_peer_isolation(manager, backend):
+    manager.put(SRC, parse_request({"delay": "40ms", "peer": DST}))
+    shaped, other = ping(SRC, DST, count=30), ping(SRC, OTHER, count=30)
+    record("isolation", backend, asked_ms=40, shaped_ms=shaped["median"], other_ms=other["median"])
+    assert abs(shaped["median"] - 40) <= tolerance(40)
+    assert other["median"] < 2.0, "the other link must stay unshaped"
+
+
+@pytest.mark.parametrize("mbit", [2, 10, 50])
+def test_rate_is_what_iperf3_measures(manager, backend, mbit):
+    manager.put(OTHER, parse_request({"rate": f"{mbit}mbit", "peer": DST}))
+    got = iperf3(OTHER, DST, seconds=4)
+    record("rate", backend, asked_mbit=mbit, measured_mbit=round(got, 3))
+    assert 0.85 * mbit <= got <= 1.02 * mbit, got
+
+
+def test_rate_with_delay_layers(manager, backend):
+    """netem + tbf (kernel) or hold + htb (userspace) on one service: both act."""
+    manager.put(OTHER, parse_request({"delay": "20ms", "rate": "10mbit"}))
+    rtt = ping(OTHER, DST, count=20)["median"]
+    got = iperf3(OTHER, DST, seconds=4)
+    record("rate+delay", backend, asked_mbit=10, measured_mbit=round(got, 3), asked_ms=20, median_ms=rtt)
+    assert abs(rtt - 20) <= tolerance(20)
+    assert 8.0 <= got <= 10.2, got
+
+
+def test_a_change_is_applied_in_place_without_losing_a_packet(manager, backend):
+    manager.put(SRC, parse_request({"delay": "20ms", "peer": DST}))
+    result: dict = {}
+    pinger = threading.Thread(target=lambda: result.update(ping(SRC, DST, count=300, interval=0.01)))
+    pinger.start()
+    changes = []
+    for delay in ("40ms", "20ms", "60ms", "30ms", "50ms"):
+        time.sleep(0.4)
+        started = time.monotonic()
+        manager.put(SRC, parse_request({"delay": delay, "peer": DST}))
+        changes.append(time.monotonic() - started)
+    pinger.join()
+    lost = result["sent"] - result["received"]
+    record("change_in_place", backend, changes=len(changes), lost=lost, control_ms_max=round(1000 * max(changes), 1))
+    assert lost == 0, f"{lost} of {result['sent']} pings lost across {len(changes)} live changes"
+    assert abs(ping(SRC, DST, count=20)["median"] - 50) <= tolerance(50)
+
+
+def test_switching_between_service_wide_and_per_peer_layouts(manager, backend):
+    manager.put(SRC, parse_request({"delay": "30ms"}))
+    assert abs(ping(SRC, DST, count=20)["median"] - 30) <= tolerance(30)
+    manager.put(SRC, parse_request({"delay": "60ms", "peer": DST}))  # adds up with the service-wide 30
+    assert abs(ping(SRC, DST, count=20)["median"] - 90) <= tolerance(90)
+    assert abs(ping(SRC, OTHER, count=20)["median"] - 30) <= tolerance(30)
+    manager.delete(SRC, DST)
+    assert abs(ping(SRC, DST, count=20)["median"] - 30) <= tolerance(30)
+    manager.delete(SRC)
+    assert ping(SRC, DST, count=20)["median"] < 2.0
+    assert "netem" not in ns_exec(SRC, "tc", "qdisc", "show", "dev", "eth0")
+    assert ns_exec(SRC, "tc", "filter", "show", "dev", "eth0").strip() == ""  # no stale u32 filter
+
+
+def test_clearing_leaves_nothing_behind(manager, backend, namespaces):
+    manager.put(SRC, parse_request({"delay": "25ms", "rate": "20mbit", "peer": DST}))
+    manager.put(OTHER, parse_request({"loss": "5%"}))
+    manager.clear()
+    assert ping(SRC, DST, count=20)["median"] < 2.0
+    for service in (SRC, DST, OTHER):
+        qdiscs = ns_exec(service, "tc", "qdisc", "show", "dev", "eth0")
+        assert "netem" not in qdiscs and "htb" not in qdiscs and "tbf" not in qdiscs, (service, qdiscs)
+        assert "NFQUEUE" not in ns_exec(service, "iptables", "-S"), service
+    assert manager.workers == {}
+
+
+def test_loss_ratio(manager, backend):
+    manager.put(SRC, parse_request({"loss": "20%", "peer": DST}))
+    got = ping(SRC, DST, count=1000, interval=0.002)
+    ratio = 1 - got["received"] / got["sent"]
+    record("loss", backend, asked=0.20, measured=round(ratio, 4), packets=got["sent"])
+    assert abs(ratio - 0.20) <= 0.04, ratio
+
+
+def test_jitter_spreads_the_rtt(manager, backend):
+    manager.put(SRC, parse_request({"delay": "50ms", "jitter": "10ms", "peer": DST}))
+    got = ping(SRC, DST, count=200, interval=0.05)
+    record(
+        "jitter",
+        backend,
+        asked_ms=50,
+        asked_jitter_ms=10,
+        mean_ms=round(got["mean"], 2),
+        stdev_ms=round(got["stdev"], 2),
+    )
+    assert abs(got["mean"] - 50) <= 3.0, got["mean"]
+    # uniform +-10 ms has a standard deviation of 5.8 ms; the userspace backend never reorders a
+    # source's packets (a late one holds back the next), which narrows the spread at this rate.
+    assert 2.0 <= got["stdev"] <= 7.5, got["stdev"]
+    assert min(got["times"]) >= 39.0 and max(got["times"]) <= 64.0
+
+
+def test_duration_reverts_by_itself(manager, backend):
+    manager.put(SRC, parse_request({"delay": "40ms", "peer": DST, "duration": "3s"}))
+    assert abs(ping(SRC, DST, count=5)["median"] - 40) <= tolerance(40)
+    wait_until(lambda: not manager.entries, 5, message="the entry to expire")
+    wait_until(lambda: ping(SRC, DST, count=3)["median"] < 2.0, 5, message="the delay to go")
+
+
+def test_a_restarted_container_gets_its_shaping_back(manager, backend, namespaces):
+    manager.put(SRC, parse_request({"delay": "30ms"}))
+    manager.put(DST, parse_request({"delay": "10ms"}))
+    namespaces.restart(DST)
+
+    # the supervisor re-applies both ends (a worker in the new namespace takes a moment to start)
+    def reapplied():
+        median = ping(SRC, DST, count=5)["median"]
+        return median is not None and abs(median - 40) <= tolerance(40)
+
+    wait_until(reapplied, 10, message="the re-applied delay")
+    assert abs(ping(SRC, DST, count=20)["median"] - 40) <= tolerance(40)
+
+
+def test_reconcile_after_a_crash_leaves_exactly_the_desired_state(backend, namespaces, tmp_path):
+    state = tmp_path / "shaping.json"
+    first = make_manager(backend, namespaces, state)
+    first.start(interval=0.2)
+    first.put(SRC, parse_request({"delay": "35ms", "peer": DST}))
+    first._stop.set()  # the controller is killed: no cleanup runs, the kernel keeps what it had
+    for _, proc in first.workers.values():
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        proc.stdin.close()
+    second = make_manager(backend, namespaces, state)
+    second.start(interval=0.2)
+    try:
+        assert abs(ping(SRC, DST, count=20)["median"] - 35) <= tolerance(35)
+        if backend == "userspace":
+            hooks = ns_exec(DST, "iptables", "-S", "INPUT")
+            assert hooks.count("-j LAGLAB") == 1, hooks
+            assert len([r for r in ns_exec(DST, "iptables", "-S", "LAGLAB").splitlines() if r.startswith("-A")]) == 1
+        else:
+            assert ns_exec(SRC, "tc", "qdisc", "show", "dev", "eth0").count("netem") == 1
+    finally:
+        second.stop(clear_kernel=True)
+
+
+def test_both_backends_answer_the_same_for_the_same_request(namespaces, tmp_path):
+    answers = {}
+    for name in BACKENDS:
+        m = make_manager(name, namespaces, tmp_path / f"{name}.json")
+        m.start(interval=0.2)
+        try:
+            answers[name] = m.put(
+                SRC, parse_request({"delay": "30ms", "jitter": "2ms", "loss": "1%", "rate": "5mbit", "peer": DST})
+            )["desired"]
+        finally:
+            m.stop(clear_kernel=True)
+    assert answers["kernel"] == answers["userspace"]
+
+
+# --- what only netem does (the userspace backend refuses these today: 422) ---
+def test_kernel_only_duplicate_and_reorder(namespaces, tmp_path):
+    m = make_manager("kernel", namespaces, tmp_path / "k.json")
+    m.start(interval=0.2)
+    try:
+        m.put(SRC, parse_request({"duplicate": "10%", "peer": DST}))
+        got = ping(SRC, DST, count=1000, interval=0.002)
+        ratio = got["duplicates"] / got["sent"]
+        record("duplicate", "kernel", asked=0.10, measured=round(ratio, 4), packets=got["sent"])
+        assert abs(ratio - 0.10) <= 0.03, ratio
+        m.put(SRC, parse_request({"delay": "10ms", "reorder": "25%", "peer": DST}))
+        got = ping(SRC, DST, count=400, interval=0.002)
+        early = sum(1 for t in got["times"] if t < 5.0) / len(got["times"])
+        record("reorder", "kernel", asked=0.25, measured=round(early, 4), packets=got["sent"])
+        assert abs(early - 0.25) <= 0.06, early  # reordered packets skip the delay
+        m.put(SRC, parse_request({"corrupt": "10%", "peer": DST}))
+        got = ping(SRC, DST, count=1000, interval=0.002)
+        corrupted = 1 - got["received"] / got["sent"]  # a flipped bit fails the checksum: not echoed
+        record("corrupt", "kernel", asked=0.10, measured=round(corrupted, 4), packets=got["sent"])
+        assert 0.05 <= corrupted <= 0.15, corrupted
+    finally:
+        m.stop(clear_kernel=True)
+
+
+def test_kernel_only_distributions(namespaces, tmp_path):
+    m = make_manager("kernel", namespaces, tmp_path / "k.json")
+    m.start(interval=0.2)
+    try:
+        for distribution in ("normal", "pareto", "paretonormal"):
+            m.put(SRC, parse_request({"delay": "40ms", "jitter": "8ms", "distribution": distribution, "peer": DST}))
+            got = ping(SRC, DST, count=200, interval=0.02)
+            record("distribution", "kernel", distribution=distribution, asked_ms=40, asked_jitter_ms=8,
+                   mean_ms=round(got["mean"], 2), stdev_ms=round(got["stdev"], 2))  # fmt: skip
+            assert 34 <= got["mean"] <= 46 and 3 <= got["stdev"] <= 14, (distribution, got["mean"], got["stdev"])
+    finally:
+        m.stop(clear_kernel=True)
+
+
+def test_userspace_refuses_what_it_cannot_do_yet(namespaces, tmp_path):
+    m = make_manager("userspace", namespaces, tmp_path / "u.json")
+    with pytest.raises(ShapingError) as caught:
+        m.put(SRC, parse_request({"delay": "10ms", "duplicate": "1%"}))
+    assert caught.value.status == 422
+
+
+def test_the_harness_is_a_netem_kernel():
+    assert "netem" in sh("tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms", check=False) + sh(
+        "tc", "qdisc", "show", "dev", "lo"
+    )
+    sh("tc", "qdisc", "del", "dev", "lo", "root", check=False)
