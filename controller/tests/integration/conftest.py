@@ -3,7 +3,6 @@ both servers on their published ports, the controller's API, and docker compose 
 
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import pymysql
@@ -12,6 +11,8 @@ import requests
 
 from laglab import config
 from laglab.db import Endpoint, connect
+
+from ..polling import wait_until  # noqa: F401 - the suites import it from here
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -95,17 +96,6 @@ def compose(settings):
         return subprocess.run(argv, check=check, capture_output=True, text=True, timeout=timeout, env=env)
 
     return run
-
-
-def wait_until(predicate, timeout: float, interval: float = 0.1, message: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {message}")
-        time.sleep(interval)
 
 
 def query(conn, sql: str, args=None) -> list[dict]:

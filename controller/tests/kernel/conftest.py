@@ -24,6 +24,8 @@ from laglab.shaping import backends
 from laglab.shaping.executor import Executor
 from laglab.shaping.manager import ShapingManager
 
+from ..polling import wait_until  # noqa: F401 - the suite imports it from here
+
 IN_UML = bool(os.environ.get("LAGLAB_OUT")) and Path("/repo").is_dir()
 SERVICES = {"mysql-source": "10.77.0.2", "mysql-target": "10.77.0.3", "loadgen": "10.77.0.4"}
 BRIDGE = "br-lab"
@@ -188,14 +190,3 @@ def record(figure: str, backend: str, **values) -> None:
         return
     with open(Path("/repo") / out / "figures.jsonl", "a") as f:
         f.write(json.dumps({"figure": figure, "backend": backend, **values}) + "\n")
-
-
-def wait_until(predicate, timeout: float, interval: float = 0.05, message: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {message}")
-        time.sleep(interval)
