@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 PROJECT_LABEL = "com.docker.compose.project"
 SERVICE_LABEL = "com.docker.compose.service"
+SHAPED_LABEL = "laglab.shaped"  # "never": the measuring apparatus and set-up jobs (compose.yaml)
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,7 @@ class LabContainer:
     pid: int
     ip: str | None
     running: bool
+    shapeable: bool = True
 
     def as_json(self) -> dict:
         return {
@@ -31,6 +33,7 @@ class LabContainer:
             "pid": self.pid,
             "ip": self.ip,
             "running": self.running,
+            "shapeable": self.shapeable,
         }
 
 
@@ -63,8 +66,9 @@ class Containers:
             )
             service = labels[SERVICE_LABEL]
             entry = LabContainer(
-                service, container.name, container.id, int(state.get("Pid") or 0), ip, bool(state.get("Running"))
-            )
+                service, container.name, container.id, int(state.get("Pid") or 0), ip, bool(state.get("Running")),
+                shapeable=labels.get(SHAPED_LABEL) != "never",
+            )  # fmt: skip
             if service not in found or entry.running:
                 found[service] = entry
         self._ids_by_pid = {c.pid: c.id for c in found.values() if c.running and c.pid > 1}

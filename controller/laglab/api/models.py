@@ -216,6 +216,7 @@ class Container(Out):
     pid: int
     ip: str | None
     running: bool
+    shapeable: bool = Field(description="false: the lab's apparatus or a set-up job (label laglab.shaped=never)")
     shaping: list[DesiredShaping]
 
 

@@ -24,8 +24,6 @@ from .params import Request, Shaping
 from .plan import EgressPlan, Entry, NamespacePlan, build, build_egress
 
 log = logging.getLogger("laglab.shaping")
-# The measuring apparatus and the one-shot set-up jobs.
-NOT_SHAPED = ("controller", "replication-setup", "semi-sync-setup", "gr-setup", "galera-setup")
 
 
 class ShapingError(Exception):
@@ -89,10 +87,10 @@ class ShapingManager:
         tmp.replace(self.state_path)
 
     def shapeable(self, lab: dict[str, LabContainer]) -> dict[str, str]:
-        return {s: c.ip for s, c in lab.items() if c.running and c.ip and c.pid > 1 and s not in NOT_SHAPED}
+        return {s: c.ip for s, c in lab.items() if c.running and c.ip and c.pid > 1 and c.shapeable}
 
     def _resolve(self, lab: dict[str, LabContainer], service: str, field: str) -> None:
-        if service in NOT_SHAPED and service in lab:
+        if service in lab and not lab[service].shapeable:
             raise ShapingError(
                 409, f"{field}: {service} is not shaped (it is the lab's measuring apparatus or a one-shot job)"
             )
@@ -268,7 +266,7 @@ class ShapingManager:
         out["kernel"] = {
             name: self.read_back(name, lab[name].pid)
             for name in involved
-            if name in lab and lab[name].running and lab[name].pid > 1 and name not in NOT_SHAPED
+            if name in lab and lab[name].running and lab[name].pid > 1 and lab[name].shapeable
         }
         return out
 

@@ -105,7 +105,7 @@ async function pollContainers() {
       tbody.appendChild(tl);
     }
   }
-  const shapeable = cs.containers.filter(c => c.running && c.ip && !["controller", "replication-setup"].includes(c.service)).map(c => c.service);
+  const shapeable = cs.containers.filter(c => c.running && c.ip && c.shapeable).map(c => c.service);
   for (const id of ["f-service", "f-peer"]) {
     const sel = document.getElementById(id), keep = sel.value;
     const wanted = (id === "f-peer" ? [""] : []).concat(shapeable);

@@ -11,7 +11,7 @@ from laglab.shaping.params import parse_request
 LAB = {
     "mysql-source": LabContainer("mysql-source", "laglab-mysql-source-1", "a" * 64, 1001, "10.0.0.2", True),
     "mysql-target": LabContainer("mysql-target", "laglab-mysql-target-1", "b" * 64, 1002, "10.0.0.3", True),
-    "controller": LabContainer("controller", "laglab-controller-1", "c" * 64, 1003, "10.0.0.9", True),
+    "controller": LabContainer("controller", "laglab-controller-1", "c" * 64, 1003, "10.0.0.9", True, shapeable=False),
 }
 
 
@@ -170,3 +170,29 @@ def test_kernel_backend_changes_values_in_place_and_rebuilds_only_a_new_layout(t
     m.executor.ran.clear()
     m.put("mysql-source", parse_request({"delay": "10ms"}))  # a service-wide entry too: htb gets a default leaf
     assert ns(1001, "tc", "qdisc", "del", "dev", "eth0", "root") in m.executor.ran
+
+
+def test_the_never_shaped_label_decides_not_the_name(tmp_path):
+    """One label in compose.yaml (laglab.shaped: never) marks the apparatus and set-up jobs."""
+    from laglab.containers import Containers
+
+    class Docker:
+        class containers:
+            @staticmethod
+            def list(all, filters):
+                def container(service, pid, extra):
+                    labels = {"com.docker.compose.project": "laglab", "com.docker.compose.service": service, **extra}
+                    attrs = {"Config": {"Labels": labels}, "State": {"Pid": pid, "Running": True},
+                             "NetworkSettings": {"Networks": {"laglab_lab": {"IPAddress": f"10.0.0.{pid % 100}"}}}}  # fmt: skip
+                    return type("C", (), {"attrs": attrs, "name": f"laglab-{service}-1", "id": service * 3})()
+
+                return [container("gr-setup", 1101, {"laglab.shaped": "never"}), container("mysql-source", 1102, {})]
+
+    lab = Containers("laglab", client=Docker()).list()
+    assert (lab["gr-setup"].shapeable, lab["mysql-source"].shapeable) == (False, True)
+    m = ShapingManager(FakeContainers(lab), Executor(dry_run=True), backends.KernelBackend(), tmp_path / "s.json")
+    with pytest.raises(ShapingError) as caught:
+        m.put("gr-setup", parse_request({"delay": "1ms"}))
+    assert caught.value.status == 409
+    m.put("mysql-source", parse_request({"delay": "1ms"}))
+    assert not any(argv[:2] == ["nsenter", "--target=1101"] for argv in m.executor.ran)
