@@ -21,7 +21,7 @@ from .load import LoadGenerator
 from .openapi import OPEN_PATHS
 from .results import Run
 from .shaping import backends
-from .shaping.executor import Executor
+from .executor import Executor
 from .shaping.manager import ShapingManager
 
 TOKEN_COOKIE = "laglab-token"  # noqa: S105 - a cookie name, not a secret

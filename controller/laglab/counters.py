@@ -13,7 +13,7 @@ import time
 
 from .containers import Containers
 from .results import Fanout, Run, iso
-from .shaping.executor import Executor
+from .executor import Executor
 
 CHAIN = "LAGLAB_ACCT"
 COLUMNS = ["time", "epoch", "kind", "service", "peer", "rx_bytes", "tx_bytes", "rx_packets", "tx_packets"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 
-from .executor import Executor
+from ..executor import Executor
 from .params import Shaping, format_rate, format_time
 from .plan import Entry, NamespacePlan
 

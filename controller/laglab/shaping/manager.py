@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..containers import Containers, LabContainer
 from . import backends
-from .executor import CommandError, Executor
+from ..executor import CommandError, Executor
 from .params import Request, Shaping
 from .plan import EgressPlan, Entry, NamespacePlan, build, build_egress
 

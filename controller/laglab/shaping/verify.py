@@ -9,7 +9,7 @@ import re
 import statistics
 import time
 
-from .executor import Executor
+from ..executor import Executor
 
 
 def ping_stats(output: str) -> dict:

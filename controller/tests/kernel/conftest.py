@@ -21,7 +21,7 @@ import pytest
 
 from laglab.containers import LabContainer
 from laglab.shaping import backends
-from laglab.shaping.executor import Executor
+from laglab.executor import Executor
 from laglab.shaping.manager import ShapingManager
 
 from ..polling import wait_until  # noqa: F401 - the suite imports it from here

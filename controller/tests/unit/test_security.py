@@ -6,7 +6,7 @@ import pytest
 from laglab import config
 from laglab.app import create_app
 from laglab.containers import Containers
-from laglab.shaping.executor import Executor, NamespaceGone
+from laglab.executor import Executor, NamespaceGone
 
 BASE = {"START_RECORDER": False, "START_SHAPING": False}
 

@@ -3,7 +3,7 @@
 import json
 
 from laglab.shaping import backends
-from laglab.shaping.executor import Executor, in_netns
+from laglab.executor import Executor, in_netns
 from laglab.shaping.params import Shaping
 from laglab.shaping.plan import Entry, Hold, build
 
