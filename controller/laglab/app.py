@@ -16,12 +16,12 @@ from .containers import Containers
 from .counters import Counters
 from .db import Endpoint, lab_endpoints
 from .events import Events
+from .executor import Executor
 from .lag import LagRecorder
 from .load import LoadGenerator
 from .openapi import OPEN_PATHS
 from .results import Run
 from .shaping import backends
-from .executor import Executor
 from .shaping.manager import ShapingManager
 
 TOKEN_COOKIE = "laglab-token"  # noqa: S105 - a cookie name, not a secret
@@ -136,9 +136,8 @@ def netem_available(executor: Executor) -> bool:
 
 def choose_backend(setting: str, netem: bool):
     """auto: kernel netem where the kernel has it, the userspace backend elsewhere."""
-    if setting == "kernel" or (setting == "auto" and netem):
-        return backends.KernelBackend()
-    return backends.UserspaceBackend()
+    name = ("kernel" if netem else "userspace") if setting == "auto" else setting
+    return backends.BACKENDS[name]()
 
 
 def shutdown(app: Flask, clear_kernel: bool, run_grace: float = 20.0) -> None:

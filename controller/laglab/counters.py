@@ -12,8 +12,8 @@ import threading
 import time
 
 from .containers import Containers
-from .results import Fanout, Run, iso
 from .executor import Executor
+from .results import Fanout, Run, iso
 
 CHAIN = "LAGLAB_ACCT"
 COLUMNS = ["time", "epoch", "kind", "service", "peer", "rx_bytes", "tx_bytes", "rx_packets", "tx_packets"]

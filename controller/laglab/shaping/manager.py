@@ -2,9 +2,11 @@
 
 All changes go through `ShapingManager` under one lock, so concurrent requests are serialised and the
 kernel ends up as the last accepted request says. Desired state is saved to a JSON file; at start
-the manager reloads it and reconciles (chains replaced atomically, qdiscs rebuilt, one worker per
-namespace), so a restart — even after kill -9 — leaves exactly the desired rules. A supervisor
-thread re-applies shaping to a container that restarted and reverts entries whose duration ran out.
+the manager reloads it and reconciles, so a restart — even after kill -9 — leaves exactly the desired
+state. A supervisor thread re-applies shaping to a container that restarted, to a backend whose helper
+died, and reverts entries whose duration ran out. How a plan reaches a kernel is the backend's
+(backend.py: the protocol; kernel.py, userspace.py): the manager keeps desired state, persistence and
+supervision only.
 """
 
 from __future__ import annotations
@@ -14,14 +16,13 @@ import logging
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..containers import Containers, LabContainer
-from . import backends
 from ..executor import CommandError, Executor
+from .backend import Applied, Backend
 from .params import Request, Shaping
-from .plan import EgressPlan, Entry, NamespacePlan, build, build_egress
+from .plan import Entry
 
 log = logging.getLogger("laglab.shaping")
 
@@ -32,26 +33,14 @@ class ShapingError(Exception):
         self.status, self.message = status, message
 
 
-@dataclass
-class Applied:
-    pid: int
-    plan: NamespacePlan | EgressPlan
-    rules: str = ""
-    chain: str = ""
-
-
 class ShapingManager:
-    def __init__(
-        self, containers: Containers, executor: Executor, backend, state_path: Path, python: str = "python", events=None
-    ):
+    def __init__(self, containers: Containers, executor: Executor, backend: Backend, state_path: Path, events=None):
         self.containers = containers
         self.executor = executor
         self.backend = backend
         self.state_path = Path(state_path)
-        self.python = python
         self.entries: dict[tuple[str, str | None], Entry] = {}
         self.applied: dict[str, Applied] = {}
-        self.workers: dict[str, tuple[int, subprocess.Popen]] = {}
         self.lock = threading.RLock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -160,136 +149,39 @@ class ShapingManager:
         self.save()
 
     # --- converging the kernel ---
+    @property
+    def workers(self) -> dict:
+        """The backend's helper processes per service (the userspace backend's workers), if any."""
+        return getattr(self.backend, "workers", {})
+
     def apply(self, lab: dict[str, LabContainer] | None = None, force: bool = False) -> None:
         lab = self.containers.list() if lab is None else lab
         with self.lock:
             ips = self.shapeable(lab)
-            if self.backend.name == "kernel":
-                for service, egress in build_egress(list(self.entries.values()), ips).items():
-                    self._converge_kernel(service, lab[service].pid, egress, force)
-                for service in [s for s in self.applied if s not in ips]:
-                    del self.applied[service]
-                return
-            plans = build(list(self.entries.values()), ips)
+            plans = self.backend.plan(list(self.entries.values()), ips)
             for service, plan in plans.items():
-                self._converge(service, lab[service].pid, plan, force)
-            for service in [s for s in self.workers if s not in plans]:
-                self._stop_worker(service)
+                self.applied[service] = self.backend.converge(
+                    self.executor, service, lab[service].pid, plan, self.applied.get(service), force
+                )
             for service in [s for s in self.applied if s not in plans]:
-                del self.applied[service]
-
-    def _converge(self, service: str, pid: int, plan: NamespacePlan, force: bool) -> None:
-        previous = self.applied.get(service)
-        if previous is not None and previous.pid != pid:
-            previous = None  # restarted container: a new namespace with nothing in it
-            self._stop_worker(service)
-        rules = backends.worker_rules(plan)
-        chain = backends.iptables_restore_input(plan)
-        if previous is None or force or previous.chain != chain:
-            self.executor.run(["iptables-restore", "--noflush"], netns_pid=pid, stdin=chain)
-            self._ensure_jump(pid)
-        if plan.hold:
-            self._ensure_worker(service, pid, rules)
-        else:
-            self._stop_worker(service)
-        if previous is None or force or previous.plan.rates != plan.rates:
-            backends.apply_userspace_tc(
-                self.executor, pid, plan, None if force else (previous.plan if previous else None)
-            )
-        self.applied[service] = Applied(pid, plan, rules, chain)
-
-    def _converge_kernel(self, service: str, pid: int, plan: EgressPlan, force: bool) -> None:
-        previous = self.applied.get(service)
-        if previous is not None and previous.pid == pid and previous.plan == plan and not force:
-            return
-        layout = self.backend.layout(plan.service_wide, plan.per_peer)
-        in_place = (
-            previous is not None
-            and previous.pid == pid
-            and not force
-            and self.backend.layout(previous.plan.service_wide, previous.plan.per_peer) == layout
-        )
-        commands = self.backend.tc_commands(plan.service_wide, plan.per_peer, in_place=in_place)
-        if not in_place:
-            # A new layout starts from an empty root, so no class, filter or leaf of a removed peer stays.
-            self.executor.run(["tc", "qdisc", "del", "dev", backends.DEV, "root"], netns_pid=pid, check=False)
-        for cmd in commands:  # every command is a `replace` of fixed handles: values change in place
-            self.executor.run(cmd, netns_pid=pid)
-        self.applied[service] = Applied(pid, plan)
-
-    def _ensure_jump(self, pid: int) -> None:
-        present = self.executor.run(["iptables", "-S", "INPUT"], netns_pid=pid)
-        jumps = [line for line in present.splitlines() if line.strip() == f"-A INPUT -j {backends.CHAIN}"]
-        if not jumps:
-            self.executor.run(["iptables", "-I", "INPUT", "1", "-j", backends.CHAIN], netns_pid=pid)
-        for _ in jumps[1:]:  # never two hooks into the chain
-            self.executor.run(["iptables", "-D", "INPUT", "-j", backends.CHAIN], netns_pid=pid)
-
-    def _ensure_worker(self, service: str, pid: int, rules: str) -> None:
-        current = self.workers.get(service)
-        if current and current[0] == pid and current[1] is not None and current[1].poll() is None:
-            try:
-                current[1].stdin.write(rules + "\n")
-                current[1].stdin.flush()
-                return
-            except (BrokenPipeError, OSError):
-                pass
-        self._stop_worker(service)
-        proc = self.executor.spawn([self.python, "-m", "laglab.shaping.nfqueue", "--queue", "0", "--rules", rules], pid)
-        self.workers[service] = (pid, proc)
-
-    def _stop_worker(self, service: str) -> None:
-        current = self.workers.pop(service, None)
-        if not current or current[1] is None:
-            return
-        proc = current[1]
-        try:
-            proc.stdin.close()  # the worker lets its held packets go and exits
-            proc.wait(timeout=5)
-        except (OSError, subprocess.TimeoutExpired):
-            proc.kill()
-            proc.wait(timeout=5)
+                self.backend.release(self.executor, service, self.applied.pop(service))
 
     # --- reading back ---
     def describe(self, service: str, lab: dict[str, LabContainer] | None = None) -> dict:
         lab = self.containers.list() if lab is None else lab
         desired = [self._entry_json(e) for e in self.entries.values() if e.service == service]
         out = {"service": service, "backend": self.backend.name, "desired": desired}
-        # Read back every namespace that carries this service's shaping: its own (rates, ingress
-        # holds) and each receiver holding packets from it.
+        # Read back every namespace that carries this service's shaping (the backend says which).
         own_ip = lab[service].ip if service in lab else None
-        involved = [service] + [
-            s
-            for s, a in self.applied.items()
-            if s != service and isinstance(a.plan, NamespacePlan) and own_ip in a.plan.hold
-        ]
         out["kernel"] = {
             name: self.read_back(name, lab[name].pid)
-            for name in involved
+            for name in self.backend.carriers(service, own_ip, self.applied)
             if name in lab and lab[name].running and lab[name].pid > 1 and lab[name].shapeable
         }
         return out
 
     def read_back(self, service: str, pid: int) -> dict:
-        chain = self.executor.run(["iptables", "-S", backends.CHAIN], netns_pid=pid, check=False)
-        hooks = self.executor.run(["iptables", "-S", "INPUT"], netns_pid=pid, check=False)
-        qdisc = self.executor.run(["tc", "-j", "qdisc", "show", "dev", backends.DEV], netns_pid=pid, check=False)
-        classes = self.executor.run(["tc", "-j", "class", "show", "dev", backends.DEV], netns_pid=pid, check=False)
-        worker = self.workers.get(service)
-        applied = self.applied.get(service)
-        return {
-            "iptables": [line for line in chain.splitlines() if line.startswith("-A ")],
-            "input_hooks": sum(1 for line in hooks.splitlines() if line.strip() == f"-A INPUT -j {backends.CHAIN}"),
-            "qdiscs": _json_or_empty(qdisc),
-            "classes": _json_or_empty(classes),
-            "worker": None
-            if not worker or worker[1] is None
-            else {
-                "pid": worker[1].pid,
-                "running": worker[1].poll() is None,
-                "rules": json.loads(applied.rules) if applied else {},
-            },
-        }
+        return self.backend.read_back(self.executor, service, pid, self.applied.get(service))
 
     def _entry_json(self, e: Entry) -> dict:
         out = {"peer": e.peer, "direction": e.direction, **e.shaping.to_json()}
@@ -329,7 +221,7 @@ class ShapingManager:
                         self.save()
                     ips = self.shapeable(lab)
                     moved = any(s in self.applied and self.applied[s].pid != lab[s].pid for s in ips)
-                    dead = any(proc is not None and proc.poll() is not None for _, proc in self.workers.values())
+                    dead = not self.backend.healthy()
                     if expired or moved or dead or set(ips) != set(self.applied):
                         self.apply(lab)
                 self.last_error = None
@@ -350,15 +242,7 @@ class ShapingManager:
                 except Exception as error:
                     log.error("clearing shaping at exit failed: %s", error)
                 self.entries = saved  # kept on disk: a restart re-applies it
-            for service in list(self.workers):
-                self._stop_worker(service)
-
-
-def _json_or_empty(text: str) -> list:
-    try:
-        return json.loads(text) if text.strip() else []
-    except json.JSONDecodeError:
-        return []
+            self.backend.stop()
 
 
 def _settings_text(entry: Entry) -> str:

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from laglab.containers import LabContainer
-from laglab.shaping import backends
 from laglab.executor import Executor
+from laglab.shaping import backends
 from laglab.shaping.manager import ShapingManager
 
 from ..polling import wait_until  # noqa: F401 - the suite imports it from here
@@ -117,12 +117,13 @@ def namespaces():
     spaces.close()
 
 
-BACKENDS = {"kernel": backends.KernelBackend, "userspace": backends.UserspaceBackend}
+BACKENDS = backends.BACKENDS
 
 
 def make_manager(name: str, namespaces: Namespaces, state: Path) -> ShapingManager:
     executor = Executor(owns=namespaces.owns)
-    return ShapingManager(namespaces, executor, BACKENDS[name](), state, python="python3")
+    backend = backends.UserspaceBackend(python="python3") if name == "userspace" else backends.KernelBackend()
+    return ShapingManager(namespaces, executor, backend, state)
 
 
 @pytest.fixture(params=list(BACKENDS))

@@ -3,8 +3,8 @@
 import pytest
 
 from laglab.containers import LabContainer
-from laglab.shaping import backends
 from laglab.executor import Executor
+from laglab.shaping import backends
 from laglab.shaping.manager import ShapingError, ShapingManager
 from laglab.shaping.params import parse_request
 

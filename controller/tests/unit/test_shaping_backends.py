@@ -2,8 +2,8 @@
 
 import json
 
-from laglab.shaping import backends
 from laglab.executor import Executor, in_netns
+from laglab.shaping import backends
 from laglab.shaping.params import Shaping
 from laglab.shaping.plan import Entry, Hold, build
 

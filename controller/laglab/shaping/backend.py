@@ -1,0 +1,113 @@
+"""What a shaping backend is: one protocol, implemented by `kernel.KernelBackend` (netem) and
+`userspace.UserspaceBackend` (NFQUEUE worker). A new backend is one new module implementing it and
+one line in `backends.BACKENDS`.
+
+The manager keeps desired state, persistence and supervision; a backend turns desired entries into a
+plan per container (`plan`, pure), makes one container's kernel match its plan (`converge`, through
+the executor, changing in place what can be changed in place), reads it back (`read_back`) and
+refuses with the field named what it cannot honour (`unsupported`). A backend owns whatever it runs
+besides the kernel (the userspace workers).
+
+Shared here: the device, the htb helpers both use for rates, and the common read-back.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..executor import Executor
+from .params import format_rate
+from .plan import Entry
+
+DEV = "eth0"
+CHAIN = "LAGLAB"  # the userspace backend's chain on the receiver's INPUT
+UNSHAPED = 10e9  # the parent class and the default class: 10 gbit
+
+
+@dataclass
+class Applied:
+    """What a backend last made a container's kernel hold (`state`: backend-specific, e.g. the chain)."""
+
+    pid: int
+    plan: object
+    state: dict | None = None
+
+
+class Backend(Protocol):
+    name: str
+
+    def unsupported(self, entry: Entry) -> tuple[str, str] | None: ...
+
+    def plan(self, entries: list[Entry], ips: dict[str, str]) -> dict[str, object]: ...
+
+    def converge(
+        self, executor: Executor, service: str, pid: int, plan: object, previous: Applied | None, force: bool
+    ) -> Applied: ...
+
+    def release(self, executor: Executor, service: str, applied: Applied) -> None:
+        """The container is gone or no longer shapeable: stop what runs for it."""
+
+    def carriers(self, service: str, own_ip: str | None, applied: dict[str, Applied]) -> list[str]:
+        """Every container whose kernel carries this service's shaping (read back together)."""
+
+    def read_back(self, executor: Executor, service: str, pid: int, applied: Applied | None) -> dict: ...
+
+    def healthy(self) -> bool:
+        """False when something the backend runs died (the supervisor re-applies)."""
+
+    def stop(self) -> None: ...
+
+
+def _bytes(bits: float) -> int:
+    return max(1, int(bits / 8))
+
+
+def htb_class_args(rate: float) -> list[str]:
+    """rate/ceil with explicit burst and quantum: htb's computed ones are wrong at both ends
+    (too small at 256 kbit, overflowing at 10 gbit)."""
+    burst = max(15140, int(_bytes(rate) * 0.01))  # 10 ms of line rate, at least ten full frames
+    quantum = max(1514, min(200000, int(_bytes(rate) / 1000)))
+    text = format_rate(rate)
+    return ["rate", text, "ceil", text, "burst", str(burst), "cburst", str(burst), "quantum", str(quantum)]
+
+
+def htb_class(parent: str, classid: str, rate: float) -> list[str]:
+    return ["tc", "class", "replace", "dev", DEV, "parent", parent, "classid", classid, "htb", *htb_class_args(rate)]
+
+
+def htb_commands(rates: dict[str | None, float]) -> list[list[str]]:
+    """Root htb 1:, parent 1:1; class 1:10 for all traffic (None), 1:11.. per destination with u32."""
+    cmds = [
+        ["tc", "qdisc", "replace", "dev", DEV, "root", "handle", "1:", "htb", "default", "10"],
+        htb_class("1:", "1:1", UNSHAPED),
+        htb_class("1:1", "1:10", rates.get(None, UNSHAPED)),
+    ]
+    for minor, dest in enumerate(sorted(d for d in rates if d is not None), start=11):
+        cmds.append(htb_class("1:1", f"1:{minor}", rates[dest]))
+        cmds.append(["tc", "filter", "replace", "dev", DEV, "parent", "1:", "protocol", "ip", "prio", "1", "handle", f"800::{minor:x}",
+                     "u32", "match", "ip", "dst", f"{dest}/32", "flowid", f"1:{minor}"])  # fmt: skip
+    return cmds
+
+
+def read_back_kernel(executor: Executor, pid: int) -> dict:
+    """What a container's kernel holds, whichever backend put it there: the LAGLAB chain and its hooks
+    into INPUT, the qdiscs and classes of its device."""
+    chain = executor.run(["iptables", "-S", CHAIN], netns_pid=pid, check=False)
+    hooks = executor.run(["iptables", "-S", "INPUT"], netns_pid=pid, check=False)
+    qdisc = executor.run(["tc", "-j", "qdisc", "show", "dev", DEV], netns_pid=pid, check=False)
+    classes = executor.run(["tc", "-j", "class", "show", "dev", DEV], netns_pid=pid, check=False)
+    return {
+        "iptables": [line for line in chain.splitlines() if line.startswith("-A ")],
+        "input_hooks": sum(1 for line in hooks.splitlines() if line.strip() == f"-A INPUT -j {CHAIN}"),
+        "qdiscs": _json_or_empty(qdisc),
+        "classes": _json_or_empty(classes),
+    }
+
+
+def _json_or_empty(text: str) -> list:
+    try:
+        return json.loads(text) if text.strip() else []
+    except json.JSONDecodeError:
+        return []

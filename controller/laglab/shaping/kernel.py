@@ -1,0 +1,142 @@
+"""The kernel backend (normal Linux, Docker Desktop): netem does delay, jitter, loss, duplicate,
+corrupt, reorder on the sender's egress; tbf (one rate) or htb classes with u32 destination filters
+(per-peer rates and per-peer netem leaves). Queue limits are sized from rate x delay so nothing drops
+that shouldn't. Values change in place (`tc ... replace` of fixed handles); only a new layout is
+rebuilt from an empty root. Run for real in make test inside User-mode Linux (tests/kernel)."""
+
+from __future__ import annotations
+
+import math
+
+from ..executor import Executor
+from .backend import DEV, UNSHAPED, Applied, _bytes, htb_commands, read_back_kernel
+from .params import Shaping, format_rate, format_time
+from .plan import EgressPlan, Entry, build_egress
+
+
+class KernelBackend:
+    name = "kernel"
+
+    @staticmethod
+    def unsupported(entry: Entry) -> tuple[str, str] | None:
+        if entry.direction != "egress":
+            return "direction", "the kernel backend shapes egress only (ingress needs ifb, not built yet)"
+        return None
+
+    @staticmethod
+    def plan(entries: list[Entry], ips: dict[str, str]) -> dict[str, EgressPlan]:
+        return build_egress(entries, ips)
+
+    @staticmethod
+    def netem_args(s: Shaping, rate: float | None) -> list[str]:
+        args = ["netem"]
+        # Queue limit: enough packets for rate x delay (netem's default of 1000 drops at high rate x delay).
+        in_flight = (rate or UNSHAPED) / 8 * (s.delay + s.jitter) / 1500
+        args += ["limit", str(max(1000, math.ceil(in_flight * 1.5)))]
+        if s.delay:
+            args += ["delay", format_time(s.delay)]
+            if s.jitter:
+                args += [format_time(s.jitter)]
+                if s.correlation:
+                    args += [f"{s.correlation * 100:g}%"]
+                if s.distribution:
+                    args += ["distribution", s.distribution]
+        if s.loss:
+            args += ["loss", f"{s.loss * 100:g}%"]
+        if s.duplicate:
+            args += ["duplicate", f"{s.duplicate * 100:g}%"]
+        if s.corrupt:
+            args += ["corrupt", f"{s.corrupt * 100:g}%"]
+        if s.reorder:
+            args += ["reorder", f"{s.reorder * 100:g}%"]
+        return args
+
+    @staticmethod
+    def layout(service_wide: Shaping | None, per_peer: dict[str, Shaping]) -> tuple:
+        """What the qdisc tree looks like, values aside. Two plans of one layout differ only in values,
+        and `tc ... replace` of the same handles changes them in place: no queued packet is dropped.
+        Another layout starts from an empty root (a netem root cannot be replaced by htb: 'Invalid
+        qdisc name'; and a removed peer's class and filter must not stay)."""
+        if not per_peer:
+            return ("netem-root", service_wide is not None, bool(service_wide and service_wide.rate))
+        return ("htb", service_wide is not None, tuple(sorted(per_peer)))
+
+    def tc_commands(
+        self, service_wide: Shaping | None, per_peer: dict[str, Shaping], in_place: bool = False
+    ) -> list[list[str]]:
+        """Egress of one container: netem root (+ tbf child for a rate), or htb with a class and a
+        netem leaf per peer when any peer has its own settings. `in_place`: the same layout is there
+        already, so the htb root is left as it is (htb has no change operation: 'Change operation not
+        supported by specified qdisc'); classes, filters and leaves are replaced."""
+        tc = ["tc"]
+        if not per_peer:
+            if service_wide is None:
+                return []
+            cmds = [
+                [
+                    *tc,
+                    "qdisc",
+                    "replace",
+                    "dev",
+                    DEV,
+                    "root",
+                    "handle",
+                    "1:",
+                    *self.netem_args(service_wide, service_wide.rate),
+                ]
+            ]
+            if service_wide.rate:
+                limit = max(15140 * 4, int(_bytes(service_wide.rate) * 0.2))  # 200 ms of queue
+                cmds.append([*tc, "qdisc", "replace", "dev", DEV, "parent", "1:1", "handle", "10:", "tbf",
+                             "rate", format_rate(service_wide.rate), "burst", "15140", "limit", str(limit)])  # fmt: skip
+            return cmds
+        rates = {ip: s.rate or UNSHAPED for ip, s in per_peer.items()}
+        if service_wide is not None:
+            rates[None] = service_wide.rate or UNSHAPED
+        cmds = htb_commands(rates)
+        if in_place:
+            cmds = [c for c in cmds if not (c[1] == "qdisc" and "root" in c)]
+        leaves = {None: service_wide, **per_peer}
+        minors = {None: 10, **{dest: m for m, dest in enumerate(sorted(per_peer), start=11)}}
+        for dest, settings in leaves.items():
+            if settings is None:
+                continue
+            minor = minors[dest]
+            cmds.append([*tc, "qdisc", "replace", "dev", DEV, "parent", f"1:{minor}", "handle", f"{minor}:",
+                         *self.netem_args(settings, settings.rate)])  # fmt: skip
+        return cmds
+
+    def converge(
+        self, executor: Executor, service: str, pid: int, plan: EgressPlan, previous: Applied | None, force: bool
+    ) -> Applied:
+        same_namespace = previous is not None and previous.pid == pid
+        if same_namespace and previous.plan == plan and not force:
+            return previous
+        layout = self.layout(plan.service_wide, plan.per_peer)
+        in_place = (
+            same_namespace and not force and self.layout(previous.plan.service_wide, previous.plan.per_peer) == layout
+        )
+        if not in_place:
+            # A new layout starts from an empty root, so no class, filter or leaf of a removed peer stays.
+            executor.run(["tc", "qdisc", "del", "dev", DEV, "root"], netns_pid=pid, check=False)
+        for cmd in self.tc_commands(plan.service_wide, plan.per_peer, in_place=in_place):
+            executor.run(cmd, netns_pid=pid)  # every command is a `replace` of fixed handles
+        return Applied(pid, plan)
+
+    def release(self, executor: Executor, service: str, applied: Applied) -> None:
+        """Nothing runs besides the kernel: a gone container took its qdiscs with it."""
+
+    @staticmethod
+    def carriers(service: str, own_ip: str | None, applied: dict[str, Applied]) -> list[str]:
+        return [service]  # everything is on the sender's own egress
+
+    @staticmethod
+    def read_back(executor: Executor, service: str, pid: int, applied: Applied | None) -> dict:
+        return {**read_back_kernel(executor, pid), "worker": None}
+
+    @staticmethod
+    def healthy() -> bool:
+        return True
+
+    def stop(self) -> None:
+        pass
