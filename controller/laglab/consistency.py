@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from .db import META_SCHEMA, SYSTEM_SCHEMAS, connect, executed_gtids, quote_identifier, server_dialect
+from .db import META_SCHEMA, SYSTEM_SCHEMAS, connect, executed_gtids, quote_identifier, server_dialect, wait_executed
 
 # The replicators' own bookkeeping exists on one side only by design: DTLE's applied-GTID table
 # (schema dtle, e.g. dtle.gtid_executed_v4) and DM's checkpoints (dm_meta) are not lab data.
@@ -57,9 +57,7 @@ def check(source_endpoint, target_endpoint, timeout: float = 30.0) -> dict:
     try:
         dialect = server_dialect(src)
         gtids = executed_gtids(src, dialect)
-        with dst.cursor() as cur:
-            cur.execute(dialect.wait_for_gtids(), (gtids, max(1, int(timeout))))
-            caught_up = bool(cur.fetchone()["done"])
+        caught_up = wait_executed(dst, dialect, gtids, timeout)
         waited = round(time.monotonic() - started, 3)
         present = {"source": (src, lab_tables(src)), "target": (dst, lab_tables(dst))}
         report, differences = [], []

@@ -144,6 +144,14 @@ def executed_gtids(conn: pymysql.connections.Connection, dialect: Dialect) -> st
         return cur.fetchone()["gtids"]
 
 
+def wait_executed(conn: pymysql.connections.Connection, dialect: Dialect, gtids: str, timeout: float) -> bool:
+    """Waits (at most `timeout` s, at least 1) until the server of `conn` has executed `gtids`: the one
+    GTID wait of the lab. `conn` needs a read timeout longer than the wait (connect(read_timeout=))."""
+    with conn.cursor() as cur:
+        cur.execute(dialect.wait_for_gtids(), (gtids, max(1, int(timeout))))
+        return bool(cur.fetchone()["done"])
+
+
 def server_dialect(conn: pymysql.connections.Connection) -> Dialect:
     with conn.cursor() as cur:
         cur.execute("SELECT VERSION() AS v")

@@ -12,7 +12,7 @@ import contextlib
 import time
 
 from ..containers import put_files
-from ..db import META_SCHEMA, connect, server_dialect
+from ..db import META_SCHEMA, connect, server_dialect, wait_executed
 from . import dm, dtle
 
 
@@ -52,8 +52,11 @@ class NativeLink:
 
     def wait_target_executed(self, gtids: str, timeout: float) -> bool:
         dialect = self._dialect()
-        row = self._query(self.target, dialect.wait_for_gtids(), (gtids, int(timeout)), read_timeout=timeout + 30)
-        return bool(row["done"])
+        conn = connect(self.target, timeout=5, read_timeout=timeout + 30)
+        try:
+            return wait_executed(conn, dialect, gtids, timeout)
+        finally:
+            conn.close()
 
     def stop(self) -> None:
         self._query(self.target, self._dialect().stop_replica)

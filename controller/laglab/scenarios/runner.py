@@ -20,7 +20,7 @@ import traceback
 import yaml
 
 from .. import clusters, consistency, replication
-from ..db import Endpoint, connect, executed_gtids, server_dialect
+from ..db import Endpoint, connect, executed_gtids, server_dialect, wait_executed
 from ..load import Profile
 from ..replicators import drivers
 from ..results import Run, iso
@@ -279,10 +279,8 @@ class ScenarioRun:
         try:
             dialect = server_dialect(src)
             gtids = executed_gtids(src, dialect)
-            with dst.cursor() as cur:
-                cur.execute(dialect.wait_for_gtids(), (gtids, int(timeout)))
-                if not cur.fetchone()["done"]:
-                    raise RuntimeError(f"the replica did not catch up within {timeout:g}s")
+            if not wait_executed(dst, dialect, gtids, timeout):
+                raise RuntimeError(f"the replica did not catch up within {timeout:g}s")
         finally:
             src.close()
             dst.close()

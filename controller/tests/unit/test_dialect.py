@@ -62,3 +62,31 @@ def test_replica_field_reads_both_namings():
 def test_identifier_quoting():
     assert quote_identifier("sbtest1") == "`sbtest1`"
     assert quote_identifier("a`b") == "`a``b`"
+
+
+def test_the_one_gtid_wait():
+    from laglab.db import Dialect, wait_executed
+
+    class Cursor:
+        def __init__(self, done):
+            self.done, self.ran = done, []
+
+        def execute(self, sql, args):
+            self.ran.append((sql, args))
+
+        def fetchone(self):
+            return {"done": self.done}
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    cursor = Cursor(1)
+    conn = type("Conn", (), {"cursor": lambda self: cursor})()
+    assert wait_executed(conn, Dialect.from_version("9.7.4"), "uuid:1-5", 0.2) is True
+    assert cursor.ran == [("SELECT WAIT_FOR_EXECUTED_GTID_SET(%s, %s) = 0 AS done", ("uuid:1-5", 1))]
+    cursor.done, cursor.ran = 0, []
+    assert wait_executed(conn, Dialect.from_version("10.11.6-MariaDB"), "0-1-5", 30) is False
+    assert cursor.ran == [("SELECT MASTER_GTID_WAIT(%s, %s) = 0 AS done", ("0-1-5", 30))]

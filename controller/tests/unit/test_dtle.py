@@ -21,12 +21,31 @@ def plugin_consul(text: str) -> str:
     return re.search(r"^\s*consul\s*=\s*(.+)$", block, re.M).group(1).strip()
 
 
+def dtle_plugin_schema(text: str) -> None:
+    """What DTLE 4.23's plugin config schema says of `consul` (its one type check that bit the lab),
+    with the agent's exact words."""
+    if plugin_consul(text).startswith("["):
+        raise ValueError(
+            'plugin "dtle" (driver): failed to parse config: Incorrect attribute value type: '
+            'Inappropriate value for attribute "consul": string required.'
+        )
+
+
+def test_the_old_list_form_fails_as_the_real_agent_did():
+    old = dtle.agent_config("dtle-src", server=True).replace(
+        'consul          = "consul:8500"', 'consul          = ["consul:8500"]'
+    )
+    with pytest.raises(ValueError, match='Inappropriate value for attribute "consul": string required'):
+        dtle_plugin_schema(old)
+
+
 def test_the_plugins_consul_setting_is_a_string():
     """A list made both agents exit: `plugin "dtle" (driver): failed to parse config: Incorrect attribute
     value type: Inappropriate value for attribute "consul": string required.`"""
     for name, server in (("dtle-src", True), ("dtle-dst", False)):
         rendered = dtle.agent_config(name, server=server)
         assert plugin_consul(rendered) == '"consul:8500"'
+        dtle_plugin_schema(rendered)
         assert plugin_consul((CONFIG / f"{name}.hcl").read_text()) == '"consul:8500"'
 
 
