@@ -67,14 +67,15 @@ class Executor:
             raise CommandError(full, done.returncode, done.stderr)
         return done.stdout
 
-    def spawn(self, argv: list[str], netns_pid: int) -> subprocess.Popen | DryRunProcess:
-        """Starts a long-running helper (a shaping worker) inside `netns_pid`'s network namespace,
-        with a pipe on its stdin for live settings."""
+    def spawn(self, argv: list[str], netns_pid: int, talks: bool = False) -> subprocess.Popen | DryRunProcess:
+        """Starts a long-running helper inside `netns_pid`'s network namespace, with a pipe on its stdin
+        for live settings; `talks`: a pipe on its stdout too (a shaping worker says when it is ready)."""
         full = self._enter(netns_pid, argv)
         if self.dry_run:
             self.ran.append(full)
             return DryRunProcess()
-        return subprocess.Popen(full, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, bufsize=1)
+        stdout = subprocess.PIPE if talks else subprocess.DEVNULL
+        return subprocess.Popen(full, stdin=subprocess.PIPE, stdout=stdout, text=True, bufsize=1)
 
 
 class DryRunProcess:
@@ -85,6 +86,7 @@ class DryRunProcess:
 
     def __init__(self):
         self.stdin = io.StringIO()
+        self.stdout = io.StringIO("ready\n")
 
     def poll(self):
         return None

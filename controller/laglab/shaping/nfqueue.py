@@ -238,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     worker = Worker(args.queue)
     worker.set_rules(json.loads(args.rules))
+    print("ready", flush=True)  # bound to its queue: the controller's request is in effect from now on
     try:
         worker.run(sys.stdin)
     except KeyboardInterrupt:

@@ -5,7 +5,9 @@ The backend owns its workers: one per receiving container, settings changed in p
 
 from __future__ import annotations
 
+import io
 import json
+import select
 import subprocess
 
 from ..executor import Executor
@@ -46,8 +48,20 @@ def apply_userspace_tc(executor: Executor, pid: int, plan: NamespacePlan, previo
         executor.run(cmd, netns_pid=pid)
 
 
+def _wait_ready(proc, timeout: float) -> None:
+    """Until the worker says it is bound to its queue: before that, --queue-bypass lets packets through
+    unshaped, so a request is answered only once it is in effect."""
+    if isinstance(proc.stdout, io.StringIO):  # dry run
+        return
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    line = proc.stdout.readline() if ready else ""
+    if line.strip() != "ready":
+        raise OSError(f"the shaping worker did not start within {timeout:g}s (exit {proc.poll()})")
+
+
 class UserspaceBackend:
     name = "userspace"
+    READY_TIMEOUT = 15.0
 
     def __init__(self, python: str = "python"):
         self.python = python
@@ -135,8 +149,15 @@ class UserspaceBackend:
             except (BrokenPipeError, OSError):
                 pass
         self._stop_worker(service)
-        proc = executor.spawn([self.python, "-m", "laglab.shaping.nfqueue", "--queue", "0", "--rules", rules], pid)
+        proc = executor.spawn(
+            [self.python, "-m", "laglab.shaping.nfqueue", "--queue", "0", "--rules", rules], pid, talks=True
+        )
         self.workers[service] = (pid, proc)
+        try:
+            _wait_ready(proc, self.READY_TIMEOUT)
+        except OSError:
+            self._stop_worker(service)
+            raise
 
     def _stop_worker(self, service: str) -> None:
         current = self.workers.pop(service, None)
