@@ -170,3 +170,6 @@ class UserspaceBackend:
         except (OSError, subprocess.TimeoutExpired):
             proc.kill()
             proc.wait(timeout=5)
+        finally:
+            if proc.stdout is not None:
+                proc.stdout.close()

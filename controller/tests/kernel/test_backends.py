@@ -167,6 +167,7 @@ def test_reconcile_after_a_crash_leaves_exactly_the_desired_state(backend, names
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         proc.stdin.close()
+        proc.stdout.close()
     second = make_manager(backend, namespaces, state)
     second.start(interval=0.2)
     try:
