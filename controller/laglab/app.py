@@ -5,7 +5,7 @@ from __future__ import annotations
 import hmac
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from flask import Flask, request
@@ -21,6 +21,7 @@ from .lag import LagRecorder
 from .load import LoadGenerator
 from .openapi import OPEN_PATHS
 from .results import Run
+from .scenarios.runner import ScenarioRun
 from .shaping import backends
 from .shaping.manager import ShapingManager
 
@@ -29,14 +30,20 @@ TOKEN_COOKIE = "laglab-token"  # noqa: S105 - a cookie name, not a secret
 
 @dataclass
 class Lab:
+    """What the blueprints and runs share. Parts are None when the app runs without them (unit tests:
+    START_RECORDER / START_SHAPING false)."""
+
     settings: config.Settings
     source: Endpoint
     target: Endpoint
-    run: Run | None = None
+    events: Events
+    runs: dict[str, ScenarioRun] = field(default_factory=dict)  # scenario runs by id
+    run: Run | None = None  # the controller's own live results folder
     recorder: LagRecorder | None = None
+    containers: Containers | None = None
+    executor: Executor | None = None
     shaping: ShapingManager | None = None
     counters: Counters | None = None
-    events: Events | None = None
     load: LoadGenerator | None = None
     netem_available: bool | None = None
 
@@ -58,14 +65,14 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
     lab = Lab(settings, source, target, events=Events())
     if app.config["START_RECORDER"]:
         lab.run = Run(Path(app.config["RESULTS_DIR"]), "live", {"flavor_setting": settings.DB_FLAVOR})
-        interval = int(settings.HEARTBEAT_INTERVAL_MS) / 1000
-        lab.recorder = LagRecorder(source, target, interval, int(settings.LAG_WINDOW_SECONDS), lab.run)
+        interval = settings.HEARTBEAT_INTERVAL_MS / 1000
+        lab.recorder = LagRecorder(source, target, interval, settings.LAG_WINDOW_SECONDS, lab.run)
         lab.recorder.start()
     if app.config["START_SHAPING"]:
-        containers = Containers(str(settings.COMPOSE_PROJECT_NAME))
-        executor = Executor(owns=containers.owns)
+        containers = lab.containers = Containers(settings.COMPOSE_PROJECT_NAME)
+        executor = lab.executor = Executor(owns=containers.owns)
         lab.netem_available = netem_available(executor)
-        backend = choose_backend(str(settings.SHAPING_BACKEND), lab.netem_available)
+        backend = choose_backend(settings.SHAPING_BACKEND, lab.netem_available)
         lab.shaping = ShapingManager(
             containers, executor, backend, Path(app.config["SHAPING_STATE"]), events=lab.events
         )
@@ -75,10 +82,9 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
             lab.counters = Counters(containers, executor, lab.run)
             lab.counters.start()
     app.extensions["laglab"] = lab
-    app.extensions["laglab_runs"] = {}
 
-    allowed_hosts = {"127.0.0.1", "localhost", "::1", "controller", str(settings.CONTROLLER_BIND)}
-    allowed_hosts |= set(filter(None, str(settings.CONTROLLER_HOSTS).split(",")))
+    allowed_hosts = {"127.0.0.1", "localhost", "::1", "controller", settings.CONTROLLER_BIND}
+    allowed_hosts |= set(filter(None, settings.CONTROLLER_HOSTS.split(",")))
 
     @app.before_request
     def _check_host():
@@ -92,7 +98,7 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
             )
         return None
 
-    token = str(settings.LAB_API_TOKEN)
+    token = settings.LAB_API_TOKEN
     if token:
 
         @app.before_request
@@ -145,7 +151,7 @@ def shutdown(app: Flask, clear_kernel: bool, run_grace: float = 20.0) -> None:
     (load stopped, shaping cleared, replicator options restored, status `interrupted`), then the
     recorders and shaping stop."""
     lab = app.extensions["laglab"]
-    active = [r for r in app.extensions["laglab_runs"].values() if r.status in ("pending", "running")]
+    active = [r for r in lab.runs.values() if r.status in ("pending", "running")]
     for run in active:
         run.cancel("the controller is stopping")
     deadline = time.monotonic() + run_grace

@@ -74,6 +74,24 @@ class Containers:
         self._ids_by_pid = {c.pid: c.id for c in found.values() if c.running and c.pid > 1}
         return found
 
+    def running(self, *services: str, hint: str = "") -> list[LabContainer]:
+        """The running containers of these services, or an error naming the ones that are not running."""
+        lab = self.list()
+        missing = [s for s in services if s not in lab or not lab[s].running]
+        if missing:
+            raise RuntimeError(f"{', '.join(missing)} not running" + (f" ({hint})" if hint else ""))
+        return [lab[s] for s in services]
+
+    def container(self, service: str, hint: str = ""):
+        """The Docker SDK's container object of a running service (exec, put_archive)."""
+        return self.client.containers.get(self.running(service, hint=hint)[0].id)
+
+    def image(self, container: LabContainer) -> str | None:
+        try:
+            return self.client.containers.get(container.id).attrs["Config"]["Image"]
+        except Exception:
+            return None
+
     def owns(self, pid: int) -> bool:
         """Whether `pid` is still the process of this project's container that Docker reported for
         it: its cgroup names that container. A PID recycled for a host process (or another

@@ -6,6 +6,7 @@ whatever image runs. Every statement that differs lives in `Dialect`; callers ne
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import pymysql
@@ -40,6 +41,20 @@ def connect(
         autocommit=True,
         cursorclass=pymysql.cursors.DictCursor,
     )
+
+
+def wait_connect(endpoint: Endpoint, seconds: float, read_timeout: float | None = None):
+    """connect(), retried every second for up to `seconds` (a server that is still starting)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return connect(endpoint, timeout=2, read_timeout=read_timeout)
+        except pymysql.MySQLError as error:
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"{endpoint.name} did not accept connections within {seconds:.0f}s: {error}"
+                ) from None
+            time.sleep(1)
 
 
 def quote_identifier(name: str) -> str:

@@ -128,10 +128,7 @@ class LoadGenerator:
         self._cmdline = cmdline or _cmdline
 
     def container(self):
-        lab = self.containers.list()
-        if "loadgen" not in lab or not lab["loadgen"].running:
-            raise RuntimeError("the loadgen service is not running")
-        return self.containers.client.containers.get(lab["loadgen"].id)
+        return self.containers.container("loadgen")
 
     def argv(self, profile: Profile, command: str, seconds: int | None = None) -> list[str]:
         s = self.settings
@@ -142,8 +139,7 @@ class LoadGenerator:
     def ensure_tls_files(self, server: str) -> None:
         """sysbench 1.0's --mysql-ssl=on reads cacert.pem, client-cert.pem and client-key.pem from its
         working directory: copy the ones the server generated (MySQL's auto_generate_certs) there."""
-        lab = self.containers.list()
-        db = self.containers.client.containers.get(lab[server].id)
+        db = self.containers.container(server)
         files = {}
         for name, as_name in (
             ("ca.pem", "cacert.pem"),

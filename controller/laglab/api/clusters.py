@@ -2,19 +2,19 @@
 
 from flask import Blueprint, current_app
 
-from .. import clusters
 from ..errors import ApiError
 from ..openapi import operation
+from ..replicators import CLUSTERS
 from . import models
 
 bp = Blueprint("clusters", __name__)
 
 
-def _running(kind: clusters.Kind) -> bool:
+def _running(kind) -> bool:
     lab = current_app.extensions["laglab"]
-    if lab.shaping is None:
+    if lab.containers is None:
         return True  # no Docker API (unit tests): ask the nodes themselves
-    present = lab.shaping.containers.list()
+    present = lab.containers.list()
     return any(service in present for service in kind.services())
 
 
@@ -26,8 +26,8 @@ def _running(kind: clusters.Kind) -> bool:
 def index():
     lab = current_app.extensions["laglab"]
     out = {}
-    for name, kind in clusters.KINDS.items():
-        out[name] = clusters.status(kind, clusters.endpoints(kind, lab.settings)) if _running(kind) else None
+    for name, kind in CLUSTERS.items():
+        out[name] = kind.status(kind.endpoints(lab.settings)) if _running(kind) else None
     return {"clusters": out}
 
 
@@ -38,9 +38,9 @@ def index():
 )  # fmt: skip
 def one(name: str):
     lab = current_app.extensions["laglab"]
-    kind = clusters.KINDS.get(name)
+    kind = CLUSTERS.get(name)
     if kind is None:
-        raise ApiError(404, f"cluster: {name[:64]!r} is not a cluster of this lab (known: {', '.join(clusters.KINDS)})")
+        raise ApiError(404, f"cluster: {name[:64]!r} is not a cluster of this lab (known: {', '.join(CLUSTERS)})")
     if not _running(kind):
         raise ApiError(409, f"cluster: {name} is not running; start it with: make up PROFILE={name}")
-    return clusters.status(kind, clusters.endpoints(kind, lab.settings))
+    return kind.status(kind.endpoints(lab.settings))

@@ -70,7 +70,7 @@ def load_start(body: models.LoadBody):
 
 def active_run():
     """The scenario run in progress, if any: it owns the load generator while it runs."""
-    runs = current_app.extensions["laglab_runs"]
+    runs = current_app.extensions["laglab"].runs
     return next((r for r in runs.values() if r.status in ("pending", "running")), None)
 
 

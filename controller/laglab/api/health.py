@@ -41,5 +41,5 @@ def health():
 @operation(bp, "GET", "/metrics", "Prometheus metrics (text format)", ok=(200, "text/plain"))
 def metrics():
     return Response(
-        render(current_app.extensions["laglab"], current_app.extensions["laglab_runs"]), content_type=CONTENT_TYPE
+        render(current_app.extensions["laglab"], current_app.extensions["laglab"].runs), content_type=CONTENT_TYPE
     )

@@ -32,7 +32,7 @@ def start(body: models.RunBody):
         plan = load_text(body.scenario, quick=body.quick)
     except ScenarioError as error:
         raise ApiError(422, f"scenario: {error.path}: {error.message}") from None
-    runs = current_app.extensions["laglab_runs"]
+    runs = current_app.extensions["laglab"].runs
     if any(r.status in ("pending", "running") for r in runs.values()):
         raise ApiError(409, "run: another run is in progress; wait for it or DELETE it")
     the_lab = lab()
@@ -46,11 +46,11 @@ def start(body: models.RunBody):
 
 @operation(bp, "GET", "/api/runs", "Scenario runs of this controller", ok=(200, models.Runs))
 def index():
-    return {"runs": [r.as_json() | {"summary": None} for r in current_app.extensions["laglab_runs"].values()]}
+    return {"runs": [r.as_json() | {"summary": None} for r in current_app.extensions["laglab"].runs.values()]}
 
 
 def find(run_id: str) -> ScenarioRun:
-    run = current_app.extensions["laglab_runs"].get(run_id)
+    run = current_app.extensions["laglab"].runs.get(run_id)
     if run is None:
         raise ApiError(404, f"run: no run {run_id[:80]!r} in this controller")
     return run

@@ -1,2 +1,22 @@
-"""Replicators other than native replication: the configuration and job payloads they are driven by.
-Pure functions (rendering only), unit-tested against the products' documented formats."""
+"""Replicator kinds: one module each, one interface (`base.Replicator`) the scenario runner drives.
+
+To add a kind: a module here with a subclass of `Replicator` (or `SourceToTarget`, `Cluster`), its
+class in KINDS below, and its options' fields in `scenarios/spec.py`'s `Replicator` model.
+"""
+
+from __future__ import annotations
+
+from .base import Replicator
+from .cluster import Cluster
+from .dm import Dm
+from .dtle import Dtle
+from .galera import Galera
+from .group_replication import GroupReplication
+from .native import Native
+
+KINDS: dict[str, type[Replicator]] = {cls.kind: cls for cls in (Native, GroupReplication, Galera, Dtle, Dm)}
+CLUSTERS: dict[str, type[Cluster]] = {name: cls for name, cls in KINDS.items() if cls.clustered}  # type: ignore[misc]
+
+
+def for_kind(kind: str, lab) -> Replicator:
+    return KINDS[kind](lab)

@@ -1,4 +1,5 @@
-"""DM (PingCAP Data Migration) -> TiDB: the source and task configuration files.
+"""DM (PingCAP Data Migration) -> TiDB as a replicator: the source and task configuration files, and
+the `Dm` kind the runner drives with dmctl inside the dm-master container (profile `dm`).
 
 Formats: DM's source configuration (source-id, enable-gtid, from) and task configuration (name,
 task-mode, target-database, block-allow-list, mydumpers/loaders/syncers and mysql-instances), as in
@@ -8,9 +9,16 @@ DM's documentation ("Data Migration Task Configuration File"). Rendered as YAML 
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import yaml
+
+from .. import consistency
+from ..containers import put_files
+from ..db import Endpoint, connect
+from .base import Sleep, SourceToTarget, metrics_summary
+from .native import NativeLink
 
 
 @dataclass(frozen=True)
@@ -117,3 +125,133 @@ def parse_metrics(text: str, task: str = TASK) -> float | None:
         if sample.name == "dm_syncer_replication_lag_gauge" and sample.labels.get("task") == task
     ]
     return max(values) if values else None
+
+
+class Dm(SourceToTarget):
+    """mysql-source -> dm-worker -> TiDB (tidb:4000), driven with dmctl inside the dm-master container."""
+
+    kind = "dm"
+    options = ("task_mode", "mydumper_threads", "mydumper_rows", "loader_pool_size", "syncer_worker_count", "syncer_batch")  # fmt: skip
+    default_link = ("mysql-source", "dm-worker")  # the source to the worker reading its binlog
+    consistency_scope = "mysql-source -> tidb"
+    WORKDIR = "/laglab-dm"  # inside the dm-master container
+    TIDB = Endpoint("tidb", 4000, "root", "", "tidb")
+
+    def __init__(self, lab, http=None):
+        import requests
+
+        super().__init__(lab)
+        self.http = http or requests.Session()
+        self.running = False
+        self.started_once = False
+        self.source_created = False
+
+    def _master(self):
+        return self.lab.containers.container("dm-master", hint="make up PROFILE=dm")
+
+    def _dmctl(self, *command: str) -> str:
+        code, out = self._master().exec_run(dmctl_argv(*command))
+        text = out.decode(errors="replace")
+        if code != 0:
+            raise RuntimeError(f"dmctl {' '.join(command[:1])} failed: {text.strip()[-300:]}")
+        return text
+
+    def _put(self, files: dict[str, str]) -> None:
+        put_files(self._master(), self.WORKDIR, {name: text.encode() for name, text in files.items()})
+
+    def task_options(self, replicator) -> TaskOptions:
+        return TaskOptions(
+            task_mode=replicator.task_mode,
+            mydumper_threads=replicator.mydumper_threads,
+            mydumper_rows=replicator.mydumper_rows,
+            loader_pool_size=replicator.loader_pool_size,
+            syncer_worker_count=replicator.syncer_worker_count,
+            syncer_batch=replicator.syncer_batch,
+        )
+
+    def apply(self, scenario, sleep: Sleep = time.sleep) -> None:
+        self.start(scenario.replicator, scenario.link.rtt)
+
+    def start(self, replicator, rtt_seconds: float) -> None:
+        if self.running:
+            self._dmctl("stop-task", TASK)
+        password = self.lab.settings.MYSQL_ROOT_PASSWORD
+        self._put(
+            {
+                "source.yaml": source_config("mysql-source", "mysql-source", 3306, "root", password),
+                "task.yaml": task_config(
+                    TASK,
+                    "mysql-source",
+                    [self.lab.settings.LAB_DATABASE],
+                    ("tidb", 4000, "root", ""),
+                    self.task_options(replicator),
+                ),
+            }
+        )
+        if not self.source_created:
+            listed = self._dmctl("operate-source", "show")
+            if '"mysql-source"' not in listed:
+                self._dmctl("operate-source", "create", f"{self.WORKDIR}/source.yaml")
+            self.source_created = True
+        # The first start of a run copies the data (task-mode all); later points resume from DM's
+        # checkpoint with the new options (stop-task + start-task, as DM's docs change a task).
+        self._dmctl("start-task", f"{self.WORKDIR}/task.yaml", *(() if self.started_once else ("--remove-meta",)))
+        self.started_once = self.running = True
+        deadline = time.monotonic() + 120
+        while "Running" not in (stages := parse_query_status(self._dmctl("query-status", TASK))["stages"]):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"DM task {TASK} not running within 120s: stages {stages}")
+            time.sleep(1)
+
+    def reports_no_delay(self) -> bool:
+        """secondsBehindMaster is 0 (whole seconds: not a catch-up test on a delayed link)."""
+        return parse_query_status(self._dmctl("query-status", TASK))["seconds_behind_master"] == 0
+
+    def wait_caught_up(self, timeout: float, sleep: Sleep = time.sleep) -> None:
+        """Caught up = DM's syncer has passed every transaction the source had executed at this call
+        (its GTID set, from query-status), whatever the link's delay; secondsBehindMaster is whole
+        seconds and reads 0 while a delayed link still holds transactions."""
+        native = NativeLink(self.lab.source, self.lab.target)
+        wanted = native.source_executed()
+        deadline = time.monotonic() + timeout
+        while True:
+            synced = parse_query_status(self._dmctl("query-status", TASK))["syncer_gtid"]
+            if synced and native.subset(wanted, synced):
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"dm did not catch up within {timeout:g}s (syncer at {synced!r})")
+            sleep(1)
+
+    def sample(self) -> dict:
+        status = parse_query_status(self._dmctl("query-status", TASK))
+        response = self.http.get("http://dm-worker:8262/metrics", timeout=5)
+        gauge = parse_metrics(response.text) if response.status_code == 200 else None
+        return {"delay_seconds": status["seconds_behind_master"], "lag_gauge_seconds": gauge}
+
+    def summary(self, scenario, samples) -> dict:
+        return {"replicator_metrics": metrics_summary(samples)}
+
+    def consistency(self) -> dict:
+        """DM -> TiDB: row counts of every lab table on both sides (TiDB has no CHECKSUM TABLE)."""
+        self.lab.shaping.clear()
+        self.wait_caught_up(120)
+        database = self.lab.settings.LAB_DATABASE
+        src, dst = connect(self.lab.source, timeout=5), connect(self.TIDB, timeout=5, read_timeout=120)
+        differences = []
+        try:
+            for table in sorted(t for t in consistency.lab_tables(src) if t.startswith(f"{database}.")):
+                counts = [consistency.row_count(conn, table) for conn in (src, dst)]
+                if counts[0] != counts[1]:
+                    differences.append(f"{table}: {counts[0]} rows on mysql-source, {counts[1]} on tidb")
+        finally:
+            src.close()
+            dst.close()
+        return {"identical": not differences, "differences": differences, "gtid": None}
+
+    def restore(self) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        if self.running:
+            self._dmctl("stop-task", TASK)
+            self.running = False

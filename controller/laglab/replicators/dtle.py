@@ -1,4 +1,5 @@
-"""DTLE (ActionTech): the two agents' Nomad configuration and the replication job.
+"""DTLE (ActionTech) as a replicator: the two agents' Nomad configuration, the replication job, and
+the `Dtle` kind the runner drives (profile `dtle`).
 
 Two agents, `dtle-src` (Nomad server + client, near the source) and `dtle-dst` (client only, near the
 target), with Consul beside them. The shipped config binds the dtle API and NATS to 127.0.0.1; a lab
@@ -9,8 +10,14 @@ scripts/example.job.hcl of the dtle repository; the job is POSTed to Nomad's /v1
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
+
+from .. import consistency
+from ..db import META_SCHEMA
+from .base import Sleep, SourceToTarget, metrics_summary
+from .native import NativeLink
 
 
 @dataclass(frozen=True)
@@ -237,3 +244,140 @@ def combine_metrics(views: list[dict]) -> dict:
         values = [v[key] for v in views if v.get(key) is not None]
         out[key] = None if not values else (max(values) if key == "delay_seconds" else sum(values))
     return out
+
+
+class Dtle(SourceToTarget):
+    """mysql-source -> dtle-src ~~ dtle-dst -> mysql-target, with native replication paused meanwhile.
+
+    The job carries the lab schema and the heartbeat schema, so the lag recorder measures DTLE's lag.
+    Every hand-over (native -> DTLE, DTLE -> DTLE with new options, DTLE -> native) happens at a
+    caught-up point with the heartbeat writer paused, so the source's executed set stands still:
+    - to DTLE: the target executes the source's set, native stops, and DTLE starts from the target's
+      executed set (exactly what native applied);
+    - from DTLE: DTLE's own record of what it applied (its Gtid in Consul) covers the source's set,
+      the job stops, and native resumes from that record, never from the source's set.
+    Consul's dtle/<job>/ tree is deleted before every start and after every stop: DTLE prefers a stale
+    Gtid there over the job's own."""
+
+    kind = "dtle"
+    options = ("group_max_size", "group_timeout_ms", "repl_chan_buffer_size", "chunk_size")
+    default_link = ("dtle-src", "dtle-dst")  # the agents' NATS link (the reference shaped it)
+    HANDOVER_TIMEOUT = 300.0
+
+    def __init__(self, lab, nomad: Nomad | None = None, http=None, consul=None, native=None, sleep=time.sleep):
+        import requests
+
+        super().__init__(lab)
+        self.http = http or requests.Session()
+        self.nomad = nomad or Nomad(http=self.http)
+        self.consul = consul or Consul(http=self.http)
+        self.native = native or (NativeLink(lab.source, lab.target) if lab is not None else None)
+        self.sleep = sleep
+        self.running = False
+        self.applied: str | None = None  # DTLE's Gtid at the last stop: where native resumed
+
+    def _inside(self, name: str) -> tuple[str, int, str, str]:
+        return (name, 3306, "root", self.lab.settings.MYSQL_ROOT_PASSWORD)
+
+    def job_options(self, replicator, rtt_seconds: float) -> JobOptions:
+        timeout = replicator.group_timeout_ms
+        if timeout == "auto":
+            timeout = group_timeout_for(rtt_seconds * 1000 / 2)
+        return JobOptions(
+            group_max_size=replicator.group_max_size,
+            group_timeout_ms=int(timeout),
+            repl_chan_buffer_size=replicator.repl_chan_buffer_size,
+            chunk_size=replicator.chunk_size,
+        )
+
+    def _heartbeats_paused(self):
+        recorder = self.lab.recorder if self.lab is not None else None
+        return recorder.writes_paused() if recorder is not None else contextlib.nullcontext()
+
+    def _dtle_applied(self, timeout: float) -> str:
+        """Waits until DTLE's record of what it applied covers the source's executed set; returns it."""
+        wanted = self.native.source_executed()
+        deadline = time.monotonic() + timeout
+        key = f"{job_kv_prefix(JOB_ID)}/Gtid"
+        while True:
+            applied = self.consul.get(key) or ""
+            if applied and self.native.subset(wanted, applied):
+                return applied
+            if time.monotonic() > deadline:
+                raise DriverError(
+                    f"DTLE did not record the source's transactions within {timeout:g}s "
+                    f"(source {wanted!r}, DTLE's Gtid {applied!r})"
+                )
+            self.sleep(0.5)
+
+    def _stop_job(self) -> str:
+        applied = self._dtle_applied(self.HANDOVER_TIMEOUT)
+        self.nomad.stop(JOB_ID)
+        self.consul.delete_tree(job_kv_prefix(JOB_ID))
+        self.running = False
+        return applied
+
+    def apply(self, scenario, sleep: Sleep = time.sleep) -> None:
+        self.start(scenario.replicator, scenario.link.rtt)
+
+    def start(self, replicator, rtt_seconds: float) -> None:
+        with self._heartbeats_paused():
+            if self.running:  # new options: DTLE -> DTLE, from what the running job applied
+                start_at = self._stop_job()
+            else:  # native -> DTLE, at a point where the target has everything native fetched
+                wanted = self.native.source_executed()
+                if not self.native.wait_target_executed(wanted, self.HANDOVER_TIMEOUT):
+                    raise DriverError(
+                        f"native replication did not catch up within {self.HANDOVER_TIMEOUT:g}s: not handing over"
+                    )
+                self.native.stop()
+                start_at = self.native.target_executed()
+            self.consul.delete_tree(job_kv_prefix(JOB_ID))  # no stale Gtid may override ours
+            options = JobOptions(**{**self.job_options(replicator, rtt_seconds).__dict__, "gtid": start_at})
+            schemas = [self.lab.settings.LAB_DATABASE, META_SCHEMA]
+            body = job(JOB_ID, schemas, self._inside("mysql-source"), self._inside("mysql-target"), options)
+            self.nomad.submit(body)
+            self.running = True
+            self.nomad.wait_running(JOB_ID, 120)
+
+    def wait_caught_up(self, timeout: float, sleep: Sleep | None = None) -> None:
+        """Caught up = the target holds a heartbeat written after this call, whatever the link's delay
+        (a lag of exactly 0 never comes while the link is delayed)."""
+        recorder = self.lab.recorder
+        mark = recorder.written_seq + 1
+        deadline = time.monotonic() + timeout
+        while True:
+            latest = recorder.samples[-1] if recorder.samples else None
+            if latest is not None and latest.heartbeat_seq is not None and latest.heartbeat_seq >= mark:
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"dtle did not catch up within {timeout:g}s")
+            (sleep or self.sleep)(0.2)
+
+    def sample(self) -> dict:
+        views = []
+        for agent in ("dtle-src", "dtle-dst"):
+            response = self.http.get(f"http://{agent}:8190/metrics", timeout=5)
+            if response.status_code == 200:
+                views.append(parse_metrics(response.text))
+        return combine_metrics(views)
+
+    def summary(self, scenario, samples) -> dict:
+        return {"replicator_metrics": metrics_summary(samples)}
+
+    def consistency(self) -> dict:
+        """Once caught up, native replication resumes from there, and the usual check runs."""
+        self.lab.shaping.clear()  # a delayed link would hold the catch-up for as long as it lasts
+        self.wait_caught_up(120)
+        self.stop()
+        return consistency.check(self.lab.source, self.lab.target, timeout=120)
+
+    def restore(self) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        if not self.running:
+            return
+        with self._heartbeats_paused():
+            self.applied = self._stop_job()
+            self.native.resume_from(self.applied)

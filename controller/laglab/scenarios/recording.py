@@ -106,6 +106,8 @@ class PointRecording:
 
     # --- subscribers of the recorders' feeds ---
     def on_lag(self, sample) -> None:
+        if "lag" not in self._past_end:
+            return  # the point's replication is not what the heartbeat measures (a cluster)
         with self._lock:
             if sample.epoch < self.load_start:
                 return

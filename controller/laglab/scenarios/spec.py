@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import itertools
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -27,7 +28,8 @@ from pydantic import (
     model_validator,
 )
 
-from ..load import SCRIPTS
+from ..load import SCRIPTS, Profile
+from ..replicators import KINDS
 from ..shaping.params import ParamError, format_time, parse_percent, parse_rate, parse_time
 
 METRICS = ("max_lag_seconds", "p95_lag_seconds", "lag_slope", "tps", "qps", "link_mbit", "load_seconds")
@@ -51,10 +53,6 @@ SWEEPABLE = (
     "replicator.syncer_batch",
     "cluster.delay",
 )
-DRIVEN_KINDS = ("dtle", "dm")  # started per point by laglab.replicators.drivers
-# dtle: the agents' NATS link (the reference shaped it); dm: the source to the worker reading its binlog.
-DEFAULT_LINKS = {"dtle": ("dtle-src", "dtle-dst"), "dm": ("mysql-source", "dm-worker")}
-CLUSTER_KINDS = ("group-replication", "galera")
 
 
 class ScenarioError(ValueError):
@@ -89,9 +87,12 @@ def _seconds(high: float):
 
 
 class Replicator(_Model):
+    """The kind (laglab.replicators.KINDS) and every kind's options; each kind owns its own (the class's
+    `options`) and an option of another kind is an error naming it."""
+
     # native: mysql-source -> mysql-target. group-replication, galera: the profiles' three-node clusters
     # (with a `cluster:` section); the compression/ssl options below are native replication's.
-    kind: Literal["native", "group-replication", "galera", "dtle", "dm"] = "native"
+    kind: Literal[tuple(KINDS)] = "native"  # type: ignore[valid-type]
     compression: Literal["uncompressed", "zlib", "zstd"] = "uncompressed"
     zstd_level: int = Field(3, ge=1, le=22)
     binlog_transaction_compression: bool = False
@@ -113,18 +114,12 @@ class Replicator(_Model):
 
     @model_validator(mode="after")
     def _options_of_the_kind(self):
-        own = {
-            "native": ("compression", "zstd_level", "binlog_transaction_compression", "ssl", "semi_sync"),
-            "dtle": ("group_max_size", "group_timeout_ms", "repl_chan_buffer_size", "chunk_size"),
-            "dm": ("task_mode", "mydumper_threads", "mydumper_rows", "loader_pool_size", "syncer_worker_count", "syncer_batch"),
-        }  # fmt: skip
-        allowed = own.get(self.kind, ())
-        for kind, names in own.items():
-            for name in names:
+        for kind, cls in KINDS.items():
+            for name in cls.options:
                 # (a default value is no choice: the resolved copy of a run names every option)
                 default = type(self).model_fields[name].default
                 set_here = name in self.model_fields_set and getattr(self, name) != default
-                if kind != self.kind and set_here and name not in allowed:
+                if kind != self.kind and set_here and name not in KINDS[self.kind].options:
                     raise ValueError(f"replicator.{name}: an option of kind {kind}, not {self.kind}")
         return self
 
@@ -254,19 +249,26 @@ class Scenario(_Model):
     @model_validator(mode="after")
     def _cluster_rules(self):
         # The weak link of a replicator that is not native: where its own hops are, unless the file says.
-        if "between" not in self.link.model_fields_set and self.replicator.kind in DEFAULT_LINKS:
-            self.link.between = DEFAULT_LINKS[self.replicator.kind]
-        clustered = self.replicator.kind in CLUSTER_KINDS
-        if clustered and self.cluster is None:
+        kind = KINDS[self.replicator.kind]
+        if "between" not in self.link.model_fields_set:
+            self.link.between = kind.default_link
+        if kind.clustered and self.cluster is None:
             raise ValueError(f"cluster: required when replicator.kind is {self.replicator.kind}")
-        if self.cluster is not None and not clustered:
-            raise ValueError(f"cluster: only with replicator.kind {' or '.join(CLUSTER_KINDS)}")
+        if self.cluster is not None and not kind.clustered:
+            clustered = [name for name, cls in KINDS.items() if cls.clustered]
+            raise ValueError(f"cluster: only with replicator.kind {' or '.join(clustered)}")
         if self.cluster is not None:
             if self.cluster.write_node == self.cluster.delayed_node:
                 raise ValueError("cluster.delayed_node: must not be the write_node")
             if self.load.tool == "sysbench":
                 raise ValueError("load.tool: cluster scenarios run mysqlslap (or none)")
         return self
+
+    def load_profile(self) -> Profile:
+        load = self.load
+        return Profile(
+            load.script, self.data.tables, self.data.rows, load.threads, load.rate, load.target, load.protocol
+        )
 
     @field_validator("assertions", mode="before")
     @classmethod
@@ -282,10 +284,68 @@ class Scenario(_Model):
         return out
 
 
+@dataclass(frozen=True)
+class VerifyPlan:
+    """RTT from `source` to `to` (and throughput when a rate is set), against what was asked."""
+
+    source: str
+    to: str
+    rtt_ms: float
+    rate_bits: float | None
+    tolerances: Verify
+
+
+@dataclass(frozen=True)
+class LoadPlan:
+    tool: str  # sysbench | mysqlslap | none
+    target: str
+    profile: Profile  # sysbench
+    warmup: float  # seconds of load before the measured window opens
+    seconds: int  # sysbench --time: warm-up and measured window
+    threads: int
+    queries: int  # mysqlslap
+    query: str
+    setup: str
+
+
+@dataclass(frozen=True)
+class PointPlan:
+    """A point resolved completely: the runner never goes back to the scenario for these."""
+
+    shaping: tuple[tuple[str, dict], ...]  # (service, PUT /api/shaping body) in order
+    verify: VerifyPlan
+    load: LoadPlan
+    links: tuple[tuple[str, str], ...]  # link counters recorded for the point (both directions)
+
+
 class Point(_Model):
     index: int
     params: dict[str, object]
     scenario: Scenario
+
+    def plan(self) -> PointPlan:
+        s = self.scenario
+        if s.cluster is not None:
+            # Load on the write node; everything the delayed node sends waits `cluster.delay`, so the
+            # writer's RTT to it is the delay itself. mysqlslap times its own fixed work: no warm-up.
+            services = KINDS[s.replicator.kind].services()  # type: ignore[attr-defined]
+            a, b = services[s.cluster.write_node - 1], services[s.cluster.delayed_node - 1]
+            shaping = ((b, {"delay": format_time(s.cluster.delay)}),) if s.cluster.delay else ()
+            verify = VerifyPlan(a, b, s.cluster.delay * 1000, None, s.verify)
+            target, warmup = a, 0.0
+        else:
+            # Half the RTT (and the rate) at each end of the link, as the reference experiments did.
+            a, b = s.link.between
+            body = s.link.shaping_body()
+            shaping = ((a, {**body, "peer": b}), (b, {**body, "peer": a})) if body else ()
+            verify = VerifyPlan(a, b, s.link.rtt * 1000, s.link.rate_bits, s.verify)
+            target, warmup = s.load.target, s.warmup
+        load = LoadPlan(
+            tool=s.load.tool, target=target, profile=s.load_profile(), warmup=warmup,
+            seconds=round(warmup) + s.load.seconds, threads=s.load.threads, queries=s.load.queries,
+            query=s.load.query, setup=s.load.setup,
+        )  # fmt: skip
+        return PointPlan(shaping, verify, load, ((a, b), (b, a)))
 
 
 class Plan(_Model):

@@ -12,8 +12,8 @@ import time
 import pymysql
 import pytest
 
-from laglab import clusters
 from laglab.db import Endpoint, connect
+from laglab.replicators import CLUSTERS
 
 from .conftest import ROOT, query, try_query, wait_until
 from .test_scenarios import run_scenario
@@ -31,7 +31,7 @@ def clusters_up(compose, settings):
         assert up.returncode == 0, up.stderr[-3000:]
         yield up
     finally:
-        services = [s for name in PROFILES for s in clusters.KINDS[name].services()] + ["gr-setup", "galera-setup"]
+        services = [s for name in PROFILES for s in CLUSTERS[name].services()] + ["gr-setup", "galera-setup"]
         profile_args = [a for name in PROFILES for a in ("--profile", name)]
         compose(*profile_args, "rm", "--stop", "--force", "--volumes", *services, check=False)
         project = str(settings.COMPOSE_PROJECT_NAME)
@@ -39,7 +39,7 @@ def clusters_up(compose, settings):
 
 
 def nodes(settings, name: str) -> list[Endpoint]:
-    return clusters.endpoints(clusters.KINDS[name], settings, published=True)
+    return CLUSTERS[name].endpoints(settings, published=True)
 
 
 class Writer:
@@ -124,7 +124,7 @@ def test_galera_forms_with_three_members_and_every_node_takes_writes(clusters_up
 
 @pytest.mark.parametrize("name", PROFILES)
 def test_node_loss_leaves_two_serving_and_the_node_rejoins(clusters_up, compose, settings, name):
-    kind = clusters.KINDS[name]
+    kind = CLUSTERS[name]
     endpoints = nodes(settings, name)
     lost = kind.services()[2]
     profile = ("--profile", name)
@@ -132,7 +132,7 @@ def test_node_loss_leaves_two_serving_and_the_node_rejoins(clusters_up, compose,
         wait_until(lambda: len(writer.ok) >= 20, 30, 0.1, "the writer to be writing")
         compose(*profile, "stop", lost)
         stopped = time.time()
-        survivors = clusters.status(kind, endpoints[:2])
+        survivors = kind.status(endpoints[:2])
         assert all(n["ok"] for n in survivors["nodes"]), survivors
         if name == "galera":
             assert [n["cluster_size"] for n in survivors["nodes"]] == [2, 2]
@@ -144,12 +144,12 @@ def test_node_loss_leaves_two_serving_and_the_node_rejoins(clusters_up, compose,
         wait_until(lambda: len([t for t in writer.ok if t > stopped]) > 50, 30, 0.1, "writes while a node is down")
         written_while_down = [t for t in writer.ok if t > stopped]
         compose(*profile, "start", lost)
-        clusters.wait_formed(kind, endpoints, 180)
+        kind.wait_formed(endpoints, 180)
         formed = time.time()
         wait_until(lambda: any(t > formed for t in writer.ok), 30, 0.1, "writes after the rejoin")
     assert writer.errors == [], writer.errors[:3]
     assert len(written_while_down) > 50, "the remaining two nodes kept taking writes"
-    report = clusters.compare_tables(endpoints, str(settings.LAB_DATABASE), timeout=60)
+    report = kind.compare_tables(endpoints, str(settings.LAB_DATABASE), timeout=60)
     assert report["identical"], report["differences"]
     assert "node_loss" in report["tables"]
 

@@ -9,9 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from laglab import clusters, config
+from laglab import config
 from laglab.db import Dialect
-from laglab.replication import semi_sync_statements
+from laglab.replicators import CLUSTERS
+from laglab.replicators.galera import Galera
+from laglab.replicators.group_replication import GroupReplication, gtid_count, recovery_statements
+from laglab.replicators.native import semi_sync_statements
 from laglab.scenarios import report
 from laglab.scenarios.spec import load_file
 
@@ -56,7 +59,7 @@ def test_semi_sync_on_mariadb_is_built_in():
 
 
 def test_group_replication_recovery_account_is_kept_out_of_the_binary_log():
-    statements = clusters.recovery_statements("repl", "pw")
+    statements = recovery_statements("repl", "pw")
     assert statements[0] == ("SET SQL_LOG_BIN = 0", None)
     assert statements[3] == ("SET SQL_LOG_BIN = 1", None)
     assert statements[1] == ("CREATE USER IF NOT EXISTS %s@'%%' IDENTIFIED BY %s", ("repl", "pw"))
@@ -98,20 +101,20 @@ class FakeConn:
     ],
 )
 def test_bootstrap_choice_counts_executed_transactions(gtids, count):
-    assert clusters._gtid_count(FakeConn(gtids)) == count
+    assert gtid_count(FakeConn(gtids)) == count
 
 
 def test_endpoints_inside_the_lab_and_on_published_ports():
     settings = config.load({"GALERA_NODE2_PORT": "24002"})
-    inside = clusters.endpoints(clusters.KINDS["galera"], settings)
+    inside = Galera.endpoints(settings)
     assert [(e.host, e.port) for e in inside] == [
         ("galera-node1", 3306),
         ("galera-node2", 3306),
         ("galera-node3", 3306),
     ]
-    published = clusters.endpoints(clusters.KINDS["galera"], settings, published=True)
+    published = Galera.endpoints(settings, published=True)
     assert [(e.host, e.port, e.name) for e in published][1] == ("127.0.0.1", 24002, "galera-node2")
-    assert [e.port for e in clusters.endpoints(clusters.KINDS["group-replication"], settings, published=True)] == [
+    assert [e.port for e in GroupReplication.endpoints(settings, published=True)] == [
         13311,
         13312,
         13313,
@@ -119,14 +122,12 @@ def test_endpoints_inside_the_lab_and_on_published_ports():
 
 
 def test_membership_rules():
-    gr, galera = clusters.KINDS["group-replication"], clusters.KINDS["galera"]
-    assert clusters.node_ok(gr, {"state": "ONLINE"})
-    assert not clusters.node_ok(gr, {"state": "RECOVERING"})
-    assert clusters.node_ok(galera, {"state": "Synced", "component": "Primary", "ready": True})
-    assert not clusters.node_ok(galera, {"state": "Synced", "component": "non-Primary", "ready": True})
-    assert not clusters.node_ok(galera, {"state": "Donor/Desynced", "component": "Primary", "ready": True})
-    with pytest.raises(clusters.ClusterError, match="unknown cluster 'ndb'; known: group-replication, galera"):
-        clusters.kind_of("ndb")
+    assert GroupReplication.node_ok({"state": "ONLINE"})
+    assert not GroupReplication.node_ok({"state": "RECOVERING"})
+    assert Galera.node_ok({"state": "Synced", "component": "Primary", "ready": True})
+    assert not Galera.node_ok({"state": "Synced", "component": "non-Primary", "ready": True})
+    assert not Galera.node_ok({"state": "Donor/Desynced", "component": "Primary", "ready": True})
+    assert list(CLUSTERS) == ["group-replication", "galera"]
 
 
 def test_unreachable_nodes_are_reported_not_raised():
@@ -135,8 +136,7 @@ def test_unreachable_nodes_are_reported_not_raised():
     port = closed.getsockname()[1]
     closed.close()
     settings = config.load({"GR_NODE1_PORT": str(port), "GR_NODE2_PORT": str(port), "GR_NODE3_PORT": str(port)})
-    kind = clusters.KINDS["group-replication"]
-    state = clusters.status(kind, clusters.endpoints(kind, settings, published=True), timeout=0.5)
+    state = GroupReplication.status(GroupReplication.endpoints(settings, published=True), timeout=0.5)
     assert state["formed"] is False
     assert [n["reachable"] for n in state["nodes"]] == [False, False, False]
     assert all("error" in n for n in state["nodes"])

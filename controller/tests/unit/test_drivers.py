@@ -8,8 +8,9 @@ import tarfile
 
 import pytest
 
-from laglab.replicators import dm, drivers, dtle
-from laglab.scenarios.runner import replicator_summary
+from laglab.replicators import dm, dtle
+from laglab.replicators.base import metrics_summary
+from laglab.replicators.native import resume_native
 from laglab.scenarios.spec import load_text
 
 DTLE_METRICS = """# HELP dtle_delay_time delay
@@ -109,18 +110,18 @@ def test_dtle_options_from_a_scenario_point():
     )
     point = plan.points[0].scenario
     assert point.link.between == ("dtle-src", "dtle-dst")  # the agents' link unless the file says
-    options = drivers.DtleDriver(lab=None, nomad=object(), http=object()).options(point.replicator, point.link.rtt)
+    options = dtle.Dtle(lab=None, nomad=object(), http=object()).job_options(point.replicator, point.link.rtt)
     assert options == dtle.JobOptions(group_max_size=1048576, group_timeout_ms=240, repl_chan_buffer_size=600)
 
 
 def test_native_replication_resumes_after_dtle_from_the_sources_gtid_set():
-    assert drivers.resume_native(False, "uuid:1-100") == [
+    assert resume_native(False, "uuid:1-100") == [
         ("STOP REPLICA", None),
         ("RESET BINARY LOGS AND GTIDS", None),
         ("SET GLOBAL gtid_purged = %s", ("uuid:1-100",)),
         ("START REPLICA", None),
     ]
-    assert drivers.resume_native(True, "0-1-100")[1] == ("SET GLOBAL gtid_slave_pos = %s", ("0-1-100",))
+    assert resume_native(True, "0-1-100")[1] == ("SET GLOBAL gtid_slave_pos = %s", ("0-1-100",))
 
 
 QUERY_STATUS = {
@@ -181,22 +182,17 @@ class FakeLab:
         LAB_DATABASE = "lab"
 
     def __init__(self, master):
-        class Container:
-            id = "c1"
-            running = True
-
         class Containers:
-            client = type("Client", (), {"containers": type("C", (), {"get": staticmethod(lambda _id: master)})})
+            def container(self, service, hint=""):
+                assert service == "dm-master"
+                return master
 
-            def list(self):
-                return {"dm-master": Container()}
-
-        self.shaping = type("Shaping", (), {"containers": Containers()})()
+        self.containers = Containers()
 
 
 def test_dm_driver_creates_the_source_once_and_resumes_later_points_from_the_checkpoint():
     master = FakeMaster()
-    driver = drivers.DmDriver(FakeLab(master), http=object())
+    driver = dm.Dm(FakeLab(master), http=object())
     plan = load_text(
         "name: x\nreplicator: {kind: dm, task_mode: all}\nsweep: {replicator.syncer_worker_count: [4, 32]}"
     )
@@ -219,18 +215,18 @@ def test_dm_driver_creates_the_source_once_and_resumes_later_points_from_the_che
     assert task["syncers"]["laglab"]["worker-count"] == 32 and task["task-mode"] == "all"
     assert task["target-database"]["host"] == "tidb"
     assert yaml.safe_load(master.files["/laglab-dm/source.yaml"])["from"]["password"] == "pw"
-    assert driver.caught_up() is False  # secondsBehindMaster 2
+    assert driver.reports_no_delay() is False  # secondsBehindMaster 2
     driver.stop()
     assert master.argv[-1][2:] == ["stop-task", "laglab"] and driver.running is False
 
 
-def test_replicator_summary_takes_the_largest_delay_and_the_traffic_rate():
+def test_metrics_summary_takes_the_largest_delay_and_the_traffic_rate():
     samples = [
         (100.0, {"delay_seconds": 1.0, "network_out_bytes": 0.0}),
         (101.0, {"delay_seconds": 4.0, "network_out_bytes": 125_000.0}),
         (102.0, {"delay_seconds": None, "network_out_bytes": 250_000.0}),
     ]
-    assert replicator_summary(samples) == {
+    assert metrics_summary(samples) == {
         "samples": 3,
         "max_delay_seconds": 4.0,
         "network_in_mbit": None,

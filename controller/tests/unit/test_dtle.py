@@ -10,7 +10,7 @@ import pytest
 
 from laglab import consistency
 from laglab.lag import LagSample
-from laglab.replicators import drivers, dtle
+from laglab.replicators import dtle
 from laglab.scenarios.spec import load_text
 
 CONFIG = Path(__file__).resolve().parents[3] / "config" / "dtle"
@@ -195,7 +195,7 @@ class Lab:
 
 
 def driver_in(world):
-    return drivers.DtleDriver(
+    return dtle.Dtle(
         Lab(),
         nomad=FakeNomad(world),
         http=object(),
@@ -257,14 +257,14 @@ def test_caught_up_on_a_delayed_link_is_a_newer_heartbeat_not_a_lag_of_zero():
     """Every sweep ending on a delayed point failed: `dtle did not catch up within 120s`."""
     lab = Lab()
     lab.recorder = SeqRecorder()
-    driver = drivers.DtleDriver(lab, nomad=object(), http=object(), consul=object(), native=object())
+    driver = dtle.Dtle(lab, nomad=object(), http=object(), consul=object(), native=object())
     driver.wait_caught_up(5, sleep=lab.recorder.tick)
     assert lab.recorder.samples[-1].heartbeat_seq >= 1001 and lab.recorder.samples[-1].lag_seconds == 0.3
     stuck = Lab()
     stuck.recorder = SeqRecorder()
     stuck.recorder.tick = lambda *_: None  # nothing arrives: a clear error, not a hang
     with pytest.raises(RuntimeError, match=r"dtle did not catch up within 0\.05s"):
-        drivers.DtleDriver(stuck, nomad=object(), http=object(), consul=object(), native=object()).wait_caught_up(
+        dtle.Dtle(stuck, nomad=object(), http=object(), consul=object(), native=object()).wait_caught_up(
             0.05, sleep=lambda s: __import__("time").sleep(0.01)
         )
 

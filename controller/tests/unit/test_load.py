@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from laglab.app import create_app
-from laglab.containers import LabContainer
+from laglab.containers import Containers, LabContainer
 from laglab.load import LoadBusy, LoadGenerator, Profile
 
 
@@ -48,9 +48,11 @@ class FakeClient:
         self.containers = _Containers()
 
 
-class FakeContainers:
+class FakeContainers(Containers):
+    """The real lookups (running, container) over a fixed listing and the fake Docker SDK."""
+
     def __init__(self):
-        self.client = FakeClient()
+        super().__init__("laglab", client=FakeClient())
 
     def list(self):
         return {"loadgen": LabContainer("loadgen", "laglab-loadgen-1", "d" * 64, 900, "10.0.0.5", True)}
@@ -113,7 +115,7 @@ def api(generator):
 
 
 def test_the_panel_cannot_start_a_load_while_a_run_owns_the_generator(api, generator):
-    api.extensions["laglab_runs"]["r1"] = Run("r1")
+    api.extensions["laglab"].runs["r1"] = Run("r1")
     response = api.test_client().post("/api/load", json={"rate": 10})
     assert response.status_code == 409 and "scenario run r1" in response.json["error"]
     assert not generator.running

@@ -7,6 +7,7 @@ import threading
 
 import pytest
 
+import laglab.scenarios.runner as runner
 from laglab.app import create_app, shutdown
 from laglab.results import Fanout
 from laglab.scenarios.runner import ScenarioRun
@@ -34,13 +35,31 @@ class FakeLab:
         self.recorder = type("R", (), {"feed": Fanout("lag")})()
 
 
+class FakeReplicator:
+    """The kind a run has used: cleanup must restore it; the run's end checks its consistency."""
+
+    kind, consistency_scope = "native", "mysql-source -> mysql-target"
+
+    def __init__(self, restored):
+        self.restored = restored
+
+    def restore(self):
+        self.restored.append(self.kind)
+
+    def consistency(self):
+        return {"identical": True, "differences": [], "gtid": None}
+
+
+@pytest.fixture(autouse=True)
+def no_servers(monkeypatch):
+    monkeypatch.setattr(runner.environment, "describe", lambda lab: {})
+
+
 def make_run(tmp_path, point, shaping=None):
     lab = FakeLab(shaping or FakeShaping())
     run = ScenarioRun(lab, load_text("name: life\n"), tmp_path, "name: life\n")
     restored = []
-    run._environment = dict
-    run._prepare_data = lambda p: None
-    run._replicator_options = restored.append  # cleanup calls it with None: back to the lab's defaults
+    run.replicator = run.replicators["native"] = FakeReplicator(restored)
     run._run_point = point
     return run, lab, restored
 
@@ -62,7 +81,7 @@ def test_cancel_interrupts_and_cleanup_runs(tmp_path):
     run.cancel()
     run.wait(10)
     assert (run.status, run.reason, run.step) == ("interrupted", "cancelled by request", "done")
-    assert lab.shaping.cleared == 1 and restored == [None]
+    assert lab.shaping.cleared == 1 and restored == ["native"]
     assert summary(run)["status"] == "interrupted"
     assert lab.recorder.feed._subscribers == []  # the run's subscription ended with it
 
@@ -75,7 +94,7 @@ def test_a_failure_keeps_its_reason_and_cleanup_still_runs(tmp_path):
     run.start()
     run.wait(10)
     assert (run.status, run.reason) == ("failed", "RuntimeError: the replica did not catch up within 300s")
-    assert lab.shaping.cleared == 1 and restored == [None]
+    assert lab.shaping.cleared == 1 and restored == ["native"]
 
 
 def test_a_failing_cleanup_step_is_reported_and_the_others_run(tmp_path):
@@ -83,17 +102,10 @@ def test_a_failing_cleanup_step_is_reported_and_the_others_run(tmp_path):
         tmp_path, lambda p: {"point": 1, "params": {}, "passed": True}, shaping=FakeShaping(fail=True)
     )
     run._check = lambda step: None
-    import laglab.scenarios.runner as runner
-
-    original = runner.consistency.check
-    runner.consistency.check = lambda *a, **k: {"identical": True, "differences": [], "gtid": None}
-    try:
-        run.start()
-        run.wait(10)
-    finally:
-        runner.consistency.check = original
+    run.start()
+    run.wait(10)
     assert run.status == "completed" and run.reason == "cleanup: tc: no such device"
-    assert restored == [None]
+    assert restored == ["native"]
 
 
 @pytest.fixture
@@ -109,9 +121,9 @@ def test_a_stopping_controller_interrupts_its_run(tmp_path, app):
         run._sleep(60)
 
     run, lab, restored = make_run(tmp_path, point)
-    app.extensions["laglab_runs"][run.id] = run
+    app.extensions["laglab"].runs[run.id] = run
     run.start()
     assert started.wait(5)
     shutdown(app, clear_kernel=True, run_grace=10)
     assert (run.status, run.reason) == ("interrupted", "the controller is stopping")
-    assert lab.shaping.cleared == 1 and restored == [None] and summary(run)["status"] == "interrupted"
+    assert lab.shaping.cleared == 1 and restored == ["native"] and summary(run)["status"] == "interrupted"

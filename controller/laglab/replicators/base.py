@@ -1,0 +1,130 @@
+"""The one interface a replicator kind implements for the scenario runner.
+
+A run drives every kind the same way, point after point:
+
+    prepare(scenario)          once, before the kind's first point (data the load needs)
+    apply(scenario, sleep)     the point's options; starts the replication where the kind is started
+    wait_caught_up(timeout)    everything the source has is on the replica(s)
+    window_bytes()             a counter read at the start and end of the measured window
+    sample()                   the kind's own figures, every second while the load runs
+    summary(scenario, samples) the point's extra keys in summary.json
+    consistency()              after the last point: nothing lost, nothing extra
+    restore()                  back to the lab's defaults (the run's cleanup, or a change of kind)
+
+A new kind is one module here with a subclass, and one line in `replicators.KINDS`. Class attributes
+tell the scenario schema what the kind owns: the `replicator.<option>` names, the link a scenario
+shapes when the file names none, and whether points need a `cluster:` section.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import ClassVar
+
+from .. import consistency
+from ..db import connect, executed_gtids, server_dialect, wait_executed
+
+Sleep = Callable[[float], None]
+
+
+class Replicator:
+    kind: ClassVar[str]
+    options: ClassVar[tuple[str, ...]] = ()  # the scenario's replicator.<option> fields of this kind
+    default_link: ClassVar[tuple[str, str]] = ("mysql-source", "mysql-target")
+    clustered: ClassVar[bool] = False  # points carry a `cluster:` section (three nodes)
+    records_lag: ClassVar[bool] = True  # the heartbeat lag mysql-source -> mysql-target measures this kind
+    # What consistency() compares: kinds with the same scope check the same thing, once per run.
+    consistency_scope: ClassVar[str] = "mysql-source -> mysql-target"
+
+    def __init__(self, lab):
+        self.lab = lab
+
+    def prepare(self, scenario) -> None:
+        """Once per run, before this kind's first point."""
+
+    def apply(self, scenario, sleep: Sleep = time.sleep) -> None:
+        """The point's options (and a start, for kinds that are started)."""
+
+    def wait_caught_up(self, timeout: float, sleep: Sleep = time.sleep) -> None:
+        raise NotImplementedError
+
+    def window_bytes(self) -> int | None:
+        """A byte counter that only grows, read around the measured window (None: nothing to count)."""
+        return None
+
+    def sample(self) -> dict | None:
+        """The kind's own figures while the load runs (None: it has none)."""
+        return None
+
+    def summary(self, scenario, samples: list[tuple[float, dict]]) -> dict:
+        """Extra keys of the point's result."""
+        return {}
+
+    def consistency(self) -> dict:
+        raise NotImplementedError
+
+    def restore(self) -> None:
+        """Back to the lab's defaults."""
+
+
+class SourceToTarget(Replicator):
+    """Kinds that read mysql-source's binary log: the load writes there, the lag recorder measures them,
+    the data set is prepared there once per run."""
+
+    def prepare(self, scenario) -> None:
+        """sysbench prepare once per data set: kept when every table already holds the asked rows."""
+        tables, rows = scenario.data.tables, scenario.data.rows
+        database = self.lab.settings.LAB_DATABASE
+        conn = connect(self.lab.source, timeout=5)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(
+                    "SELECT TABLE_NAME AS t FROM information_schema.TABLES "
+                    "WHERE TABLE_SCHEMA=%s AND TABLE_NAME LIKE 'sbtest%%'",
+                    (database,),
+                )
+                present = {row["t"] for row in cur.fetchall()}
+                ready = present == {f"sbtest{i}" for i in range(1, tables + 1)}
+            for i in range(1, tables + 1):
+                ready = ready and consistency.row_count(conn, f"{database}.sbtest{i}") == rows
+        finally:
+            conn.close()
+        if not ready:
+            self.lab.load.prepare(scenario.load_profile())
+            self.wait_caught_up(600)
+
+    def source_caught_up(self, timeout: float) -> bool:
+        """The target has executed the source's executed set (the lab's one GTID wait, db.wait_executed)."""
+        src = connect(self.lab.source, timeout=5)
+        dst = connect(self.lab.target, timeout=5, read_timeout=timeout + 30)
+        try:
+            dialect = server_dialect(src)
+            return wait_executed(dst, dialect, executed_gtids(src, dialect), timeout)
+        finally:
+            src.close()
+            dst.close()
+
+    def window_bytes(self) -> int | None:
+        """The source's binary logs in bytes: what every kind here has to carry across the link."""
+        conn = connect(self.lab.source, timeout=5)
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SHOW BINARY LOGS")
+                return sum(int(row["File_size"]) for row in cur.fetchall())
+        finally:
+            conn.close()
+
+
+def metrics_summary(samples: list[tuple[float, dict]]) -> dict:
+    """A started replicator's own figures over a point: its largest reported delay, its traffic in Mbit/s."""
+    delays = [v["delay_seconds"] for _, v in samples if v.get("delay_seconds") is not None]
+    out = {"samples": len(samples), "max_delay_seconds": max(delays) if delays else None}
+    for key in ("network_in_bytes", "network_out_bytes"):
+        points = [(t, v[key]) for t, v in samples if v.get(key) is not None]
+        out[key.replace("_bytes", "_mbit")] = (
+            round((points[-1][1] - points[0][1]) * 8 / 1e6 / (points[-1][0] - points[0][0]), 4)
+            if len(points) >= 2 and points[-1][0] > points[0][0]
+            else None
+        )
+    return out

@@ -1,0 +1,138 @@
+"""MySQL Group Replication, single-primary (profile `group-replication`: gr-node1..3).
+
+The set-up job (`python -m laglab setup group-replication`) is idempotent, so every `make up` runs it
+again: every node that is not ONLINE gets the recovery account (not binlogged) and the recovery
+channel's credentials; if no node is ONLINE the node with the most transactions bootstraps the group,
+then the others join one at a time. A joined node gets `group_replication_start_on_boot` persisted, so
+a restarted node rejoins by itself. Then the lab schema and account are written on the primary.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pymysql
+
+from ..db import Endpoint, connect, wait_connect
+from .cluster import Cluster, ClusterError, ensure_lab_account, rows, say
+
+STABLE = ("ONLINE",)
+TRANSIENT = ("RECOVERING",)
+
+
+def recovery_statements(user: str, password: str) -> list[tuple[str, tuple | None]]:
+    """Recovery account on a node before it joins, kept out of the binary log (it exists on every node)."""
+    return [
+        ("SET SQL_LOG_BIN = 0", None),
+        ("CREATE USER IF NOT EXISTS %s@'%%' IDENTIFIED BY %s", (user, password)),
+        ("GRANT REPLICATION SLAVE, BACKUP_ADMIN, CONNECTION_ADMIN ON *.* TO %s@'%%'", (user,)),
+        ("SET SQL_LOG_BIN = 1", None),
+        (
+            "CHANGE REPLICATION SOURCE TO SOURCE_USER=%s, SOURCE_PASSWORD=%s FOR CHANNEL 'group_replication_recovery'",
+            (user, password),
+        ),
+    ]
+
+
+def gtid_count(conn) -> int:
+    """Transactions executed, for choosing the bootstrap node (the most advanced one)."""
+    gtids = rows(conn, "SELECT @@GLOBAL.gtid_executed AS g")[0]["g"] or ""
+    total = 0
+    for part in gtids.replace("\n", "").split(","):
+        for interval in part.split(":")[1:]:
+            low, _, high = interval.partition("-")
+            if low.isdigit():
+                total += int(high or low) - int(low) + 1
+    return total
+
+
+class GroupReplication(Cluster):
+    kind = "group-replication"
+    prefix = "gr-node"
+    port_var = "GR_NODE{}_PORT"
+
+    @classmethod
+    def member(cls, conn) -> dict:
+        """This node's own view of itself: state (OFFLINE when Group Replication is not running) and role."""
+        found = rows(
+            conn,
+            "SELECT MEMBER_STATE AS state, MEMBER_ROLE AS role FROM performance_schema.replication_group_members "
+            "WHERE MEMBER_ID = @@server_uuid",
+        )
+        return {"state": found[0]["state"] if found else "OFFLINE", "role": found[0]["role"] if found else None}
+
+    @classmethod
+    def node_ok(cls, member: dict) -> bool:
+        return member.get("state") == "ONLINE"
+
+    @classmethod
+    def writer(cls, nodes: list[Endpoint]) -> Endpoint:
+        """The group's primary."""
+        for endpoint in nodes:
+            try:
+                conn = connect(endpoint, timeout=2)
+            except pymysql.MySQLError:
+                continue
+            try:
+                if cls.member(conn) == {"state": "ONLINE", "role": "PRIMARY"}:
+                    return endpoint
+            finally:
+                conn.close()
+        raise ClusterError(f"{cls.kind} has no ONLINE primary")
+
+    @classmethod
+    def setup(cls, settings) -> None:
+        nodes = cls.endpoints(settings)
+        conns = [wait_connect(e, 300, read_timeout=120) for e in nodes]
+        try:
+            states = [cls.member(c)["state"] for c in conns]
+            say("states before: " + ", ".join(f"{e.name} {s}" for e, s in zip(nodes, states, strict=True)))
+            # A node still joining by itself (start_on_boot after a restart) gets time to finish.
+            deadline = time.monotonic() + 60
+            while any(s in TRANSIENT for s in states) and time.monotonic() < deadline:
+                time.sleep(1)
+                states = [cls.member(c)["state"] for c in conns]
+            for conn, state in zip(conns, states, strict=True):
+                if state in STABLE:
+                    continue
+                with conn.cursor() as cur:
+                    if state != "OFFLINE":  # ERROR, UNREACHABLE: leave the failed attempt first
+                        cur.execute("STOP GROUP_REPLICATION")
+                    # A failed join (start_on_boot with no group to join) leaves the node super-read-only;
+                    # START GROUP_REPLICATION sets it again as the node's role requires.
+                    cur.execute("SET GLOBAL super_read_only = OFF")
+                    for sql, args in recovery_statements(settings.REPL_USER, settings.REPL_PASSWORD):
+                        cur.execute(sql, args)
+            if not any(s in STABLE for s in states):
+                first = max(range(len(conns)), key=lambda i: (gtid_count(conns[i]), -i))
+                say(f"no node is ONLINE: {nodes[first].name} bootstraps the group")
+                with conns[first].cursor() as cur:
+                    cur.execute("SET GLOBAL group_replication_bootstrap_group = ON")
+                    try:
+                        cur.execute("START GROUP_REPLICATION")
+                    finally:
+                        cur.execute("SET GLOBAL group_replication_bootstrap_group = OFF")
+                states[first] = "ONLINE"
+            for endpoint, conn, state in zip(nodes, conns, states, strict=True):
+                if state not in STABLE:
+                    say(f"{endpoint.name} joins")
+                    with conn.cursor() as cur:
+                        cur.execute("START GROUP_REPLICATION")
+                cls._wait_online(endpoint, conn, 300)
+                with conn.cursor() as cur:
+                    # A restarted node rejoins by itself; the first boot never does (the group must exist).
+                    cur.execute("SET PERSIST group_replication_start_on_boot = ON")
+        finally:
+            for conn in conns:
+                conn.close()
+        writer = cls.writer(nodes)
+        ensure_lab_account(writer, settings)
+        say(f"group formed; primary {writer.name}")
+
+    @classmethod
+    def _wait_online(cls, endpoint: Endpoint, conn, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while (state := cls.member(conn)["state"]) != "ONLINE":
+            if state in ("ERROR", "OFFLINE") or time.monotonic() > deadline:
+                raise ClusterError(f"{endpoint.name} did not become ONLINE (state {state}); see its log")
+            time.sleep(0.5)

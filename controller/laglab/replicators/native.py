@@ -1,0 +1,349 @@
+"""Native GTID replication mysql-source -> mysql-target: the set-up job, semi-sync, the options a
+scenario point sets (connection compression, zstd level, TLS, binlog transaction compression,
+semi-sync), and the hand-over other replicators (DTLE) need.
+
+The set-up job (`python -m laglab setup native`, the `replication-setup` service) creates the
+replication account and the heartbeat schema on the source, then points the target at the source
+with GTID auto-positioning and starts it. A replica already replicating from the right source is left
+alone; a broken one (threads stopped with an error) is reset and re-pointed, which is safe with
+auto-positioning.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from .. import consistency
+from ..db import (
+    META_SCHEMA,
+    Dialect,
+    Endpoint,
+    connect,
+    lab_endpoints,
+    replica_field,
+    server_dialect,
+    wait_connect,
+    wait_executed,
+)
+from .base import Sleep, SourceToTarget
+
+log = logging.getLogger("laglab.replicators.native")
+
+HEARTBEAT_DDL = (
+    f"CREATE TABLE IF NOT EXISTS {META_SCHEMA}.heartbeat ("
+    " id TINYINT UNSIGNED NOT NULL PRIMARY KEY,"
+    " seq BIGINT UNSIGNED NOT NULL,"
+    " ts DATETIME(6) NOT NULL)"
+)
+# The lab's defaults for the options a point may change (compression, zstd level, TLS, binlog compression).
+DEFAULT_NETWORK = ("uncompressed", 3, False, False)
+
+
+def say(message: str) -> None:
+    print(f"replication-setup: {message}", flush=True)
+
+
+# --- the set-up job ------------------------------------------------------------------------------
+
+
+def prepare_source(conn, repl_user: str, repl_password: str) -> None:
+    with conn.cursor() as cur:
+        cur.execute("CREATE USER IF NOT EXISTS %s@'%%' IDENTIFIED BY %s", (repl_user, repl_password))
+        cur.execute("GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO %s@'%%'", (repl_user,))
+        cur.execute(f"CREATE DATABASE IF NOT EXISTS {META_SCHEMA}")
+        cur.execute(HEARTBEAT_DDL)
+
+
+def replica_state(conn) -> dict | None:
+    with conn.cursor() as cur:
+        cur.execute("SHOW REPLICA STATUS")
+        return cur.fetchone()
+
+
+def is_healthy(status: dict | None, source_host: str) -> bool:
+    if not status:
+        return False
+    return (
+        replica_field(status, "Source_Host") == source_host
+        and replica_field(status, "Replica_IO_Running") in ("Yes", "Connecting")
+        and replica_field(status, "Replica_SQL_Running") == "Yes"
+    )
+
+
+def configure_target(conn, dialect: Dialect, source: Endpoint, repl_user: str, repl_password: str) -> str:
+    """Returns what it did: 'kept', 'configured' or 'repaired'."""
+    status = replica_state(conn)
+    if is_healthy(status, source.host):
+        return "kept"
+    with conn.cursor() as cur:
+        if status:
+            say(
+                "replica is not healthy (IO {}, SQL {}, last error {!r}); resetting and re-pointing it".format(
+                    replica_field(status, "Replica_IO_Running"),
+                    replica_field(status, "Replica_SQL_Running"),
+                    replica_field(status, "Last_Error") or replica_field(status, "Last_IO_Error"),
+                )
+            )
+            cur.execute(dialect.stop_replica)
+            cur.execute(dialect.reset_replica)
+        sql, args = dialect.change_source(source.host, source.port, repl_user, repl_password)
+        cur.execute(sql, args)
+        cur.execute(dialect.start_replica)
+    return "repaired" if status else "configured"
+
+
+def wait_running(conn, seconds: float) -> dict:
+    deadline = time.monotonic() + seconds
+    while True:
+        status = replica_state(conn) or {}
+        io = replica_field(status, "Replica_IO_Running")
+        sql = replica_field(status, "Replica_SQL_Running")
+        if io == "Yes" and sql == "Yes":
+            return status
+        if time.monotonic() > deadline:
+            raise RuntimeError(
+                f"replication did not start within {seconds:.0f}s: IO {io}, SQL {sql}, "
+                f"IO error {replica_field(status, 'Last_IO_Error')!r}, SQL error {replica_field(status, 'Last_SQL_Error')!r}"
+            )
+        time.sleep(0.5)
+
+
+def setup(settings, environ) -> None:
+    source, target = lab_endpoints(settings, environ)
+    src = wait_connect(source, 180)
+    dst = wait_connect(target, 180)
+    dialect = server_dialect(src)
+    target_dialect = server_dialect(dst)
+    if dialect != target_dialect:
+        raise RuntimeError(f"source is {dialect.flavor} but target is {target_dialect.flavor}")
+    say(f"{dialect.flavor} on both servers")
+    prepare_source(src, settings.REPL_USER, settings.REPL_PASSWORD)
+    # Inside the lab the replica reaches the source by service name on 3306.
+    inside = Endpoint("mysql-source", 3306, "", "", "mysql-source")
+    action = configure_target(dst, dialect, inside, settings.REPL_USER, settings.REPL_PASSWORD)
+    wait_running(dst, 60)
+    say(f"replica {action}; IO and SQL threads running")
+    # Asynchronous unless the semi-sync profile's job turns semi-sync on after this one.
+    if set_semi_sync(source, target, False, settings.SEMI_SYNC_TIMEOUT_MS)["enabled"] is False:
+        say("semi-sync off")
+
+
+# --- semi-sync -----------------------------------------------------------------------------------
+
+
+def _plugin_active(conn, plugin: str) -> bool:
+    with conn.cursor() as cur:
+        cur.execute("SELECT PLUGIN_STATUS AS s FROM information_schema.PLUGINS WHERE PLUGIN_NAME = %s", (plugin,))
+        row = cur.fetchone()
+        return bool(row) and row["s"] == "ACTIVE"
+
+
+def semi_sync_statements(dialect: Dialect, role: str, enabled: bool, timeout_ms: int, installed: bool) -> list[str]:
+    """What turns semi-sync on or off on one server (the replica's IO thread restarts to take it)."""
+    plugin, library, prefix = dialect.semi_sync_names(role)
+    out = []
+    if enabled and plugin and not installed:
+        out.append(f"INSTALL PLUGIN {plugin} SONAME '{library}'")
+    if not enabled and plugin and not installed:
+        return []  # never installed: nothing is on
+    out.append(f"SET GLOBAL {prefix}_enabled = {1 if enabled else 0}")
+    if role == "source" and enabled:
+        out.append(f"SET GLOBAL {prefix}_timeout = {int(timeout_ms)}")
+    if role == "replica":
+        io = "SLAVE IO_THREAD" if dialect.is_mariadb else "REPLICA IO_THREAD"
+        out += [f"STOP {io}", f"START {io}"]
+    return out
+
+
+def set_semi_sync(source: Endpoint, target: Endpoint, enabled: bool, timeout_ms: int) -> dict:
+    """Semi-sync on or off on both servers; returns the source's view afterwards."""
+    src, dst = connect(source, timeout=5), connect(target, timeout=5, read_timeout=60)
+    try:
+        dialect = server_dialect(src)
+        for conn, role in ((src, "source"), (dst, "replica")):
+            plugin = dialect.semi_sync_names(role)[0]
+            installed = plugin is None or _plugin_active(conn, plugin)
+            with conn.cursor() as cur:
+                for sql in semi_sync_statements(dialect, role, enabled, timeout_ms, installed):
+                    cur.execute(sql)
+        return semi_sync_state(src, dialect, wait_for_clients=enabled)
+    finally:
+        src.close()
+        dst.close()
+
+
+def semi_sync_state(src, dialect: Dialect, wait_for_clients: bool = False) -> dict:
+    """The source's semi-sync status: enabled, active (status ON) and connected semi-sync replicas."""
+    plugin, _, prefix = dialect.semi_sync_names("source")
+    if plugin and not _plugin_active(src, plugin):
+        return {"enabled": False, "active": False, "clients": 0, "timeout_ms": None}
+    status = prefix.capitalize()
+    deadline = time.monotonic() + (30 if wait_for_clients else 0)
+    while True:
+        with src.cursor() as cur:
+            cur.execute(f"SELECT @@GLOBAL.{prefix}_enabled AS enabled, @@GLOBAL.{prefix}_timeout AS timeout_ms")
+            row = cur.fetchone()
+            cur.execute("SHOW GLOBAL STATUS WHERE Variable_name IN (%s, %s)", (f"{status}_status", f"{status}_clients"))
+            values = {r["Variable_name"]: r["Value"] for r in cur.fetchall()}
+        state = {
+            "enabled": bool(int(row["enabled"])),
+            "active": values.get(f"{status}_status") == "ON",
+            "clients": int(values.get(f"{status}_clients") or 0),
+            "timeout_ms": int(row["timeout_ms"]),
+        }
+        if state["clients"] or time.monotonic() > deadline:
+            return state
+        time.sleep(0.2)
+
+
+def semi_sync_command(settings, environ, on: bool) -> int:
+    """`python -m laglab semi-sync on|off` (the semi-sync profile's job)."""
+    source, target = lab_endpoints(settings, environ)
+    state = set_semi_sync(source, target, on, settings.SEMI_SYNC_TIMEOUT_MS)
+    say(f"semi-sync {'on' if on else 'off'}: {state}")
+    if on and not (state["active"] and state["clients"]):
+        say("error: the source reports no semi-sync replica connected")
+        return 1
+    return 0
+
+
+# --- a scenario point's options ------------------------------------------------------------------
+
+
+def option_statements(dialect: Dialect, wanted: tuple) -> list[tuple[str, str]]:
+    """(server, sql) that give the replica connection the wanted (compression, zstd level, TLS,
+    binlog transaction compression). MariaDB has none of them: the defaults only."""
+    if dialect.is_mariadb:
+        if tuple(wanted) != DEFAULT_NETWORK:
+            raise RuntimeError("replicator options are MySQL's; the MariaDB flavour runs with defaults only")
+        return []
+    compression, level, ssl, binlog_compression = wanted
+    return [
+        ("source", f"SET GLOBAL binlog_transaction_compression = {'ON' if binlog_compression else 'OFF'}"),
+        ("target", dialect.stop_replica),
+        ("target", dialect.network_options(compression, level, ssl)),
+        ("target", dialect.start_replica),
+    ]
+
+
+class Native(SourceToTarget):
+    kind = "native"
+    options = ("compression", "zstd_level", "binlog_transaction_compression", "ssl", "semi_sync")
+
+    def __init__(self, lab):
+        super().__init__(lab)
+        self._semi_sync_before: bool | None = None  # what the lab had before a point first asked for it
+
+    def apply(self, scenario, sleep: Sleep = time.sleep) -> None:
+        r = scenario.replicator
+        self._semi_sync(r.semi_sync)
+        self._network((r.compression, r.zstd_level, r.ssl, r.binlog_transaction_compression))
+
+    def wait_caught_up(self, timeout: float, sleep: Sleep = time.sleep) -> None:
+        if not self.source_caught_up(timeout):
+            raise RuntimeError(f"the replica did not catch up within {timeout:g}s")
+
+    def consistency(self) -> dict:
+        return consistency.check(self.lab.source, self.lab.target, timeout=120)
+
+    def restore(self) -> None:
+        self._semi_sync(None)
+        self._network(DEFAULT_NETWORK)
+
+    def _network(self, wanted: tuple) -> None:
+        servers = {"source": connect(self.lab.source, timeout=5), "target": connect(self.lab.target, timeout=5)}
+        try:
+            for server, sql in option_statements(server_dialect(servers["target"]), wanted):
+                with servers[server].cursor() as cur:
+                    cur.execute(sql)
+        finally:
+            for conn in servers.values():
+                conn.close()
+
+    def _semi_sync(self, wanted: bool | None) -> None:
+        """Semi-sync as the point asks; None: back to what the lab had before the run."""
+        if self._semi_sync_before is None:
+            if not wanted:
+                return  # never touched
+            conn = connect(self.lab.source, timeout=5)
+            try:
+                self._semi_sync_before = semi_sync_state(conn, server_dialect(conn))["enabled"]
+            finally:
+                conn.close()
+        target = self._semi_sync_before if wanted is None else wanted
+        set_semi_sync(self.lab.source, self.lab.target, target, self.lab.settings.SEMI_SYNC_TIMEOUT_MS)
+
+
+# --- hand-overs (DTLE takes the replica's place for a while) --------------------------------------
+
+
+class NativeLink:
+    """Native replication mysql-source -> mysql-target as the hand-overs to and from DTLE need it."""
+
+    def __init__(self, source, target):
+        self.source, self.target = source, target
+
+    def _query(self, endpoint, sql: str, args=None, read_timeout: float | None = None) -> dict | None:
+        conn = connect(endpoint, timeout=5, read_timeout=read_timeout)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(sql, args)
+                return cur.fetchone()
+        finally:
+            conn.close()
+
+    def _dialect(self):
+        conn = connect(self.source, timeout=5)
+        try:
+            dialect = server_dialect(conn)
+        finally:
+            conn.close()
+        if dialect.is_mariadb:
+            raise RuntimeError("DTLE replicates MySQL only (gtid_mode=ON); the MariaDB flavour cannot hand over to it")
+        return dialect
+
+    def source_executed(self) -> str:
+        return str(self._query(self.source, "SELECT @@GLOBAL.gtid_executed AS g")["g"])
+
+    def target_executed(self) -> str:
+        return str(self._query(self.target, "SELECT @@GLOBAL.gtid_executed AS g")["g"])
+
+    def subset(self, part: str, whole: str) -> bool:
+        return bool(self._query(self.source, "SELECT GTID_SUBSET(%s, %s) AS s", (part, whole))["s"])
+
+    def wait_target_executed(self, gtids: str, timeout: float) -> bool:
+        dialect = self._dialect()
+        conn = connect(self.target, timeout=5, read_timeout=timeout + 30)
+        try:
+            return wait_executed(conn, dialect, gtids, timeout)
+        finally:
+            conn.close()
+
+    def stop(self) -> None:
+        self._query(self.target, self._dialect().stop_replica)
+
+    def resume_from(self, applied: str) -> None:
+        """Native replication goes on after what was applied by others (DTLE): auto-positioning asks the
+        source for everything else."""
+        conn = connect(self.target, timeout=5, read_timeout=60)
+        try:
+            with conn.cursor() as cur:
+                for sql, args in resume_native(False, applied):
+                    cur.execute(sql, args)
+        finally:
+            conn.close()
+
+
+def resume_native(mariadb: bool, source_gtids: str) -> list[tuple[str, tuple | None]]:
+    """After DTLE applied source transactions under the target's own GTIDs: make the set DTLE applied
+    the target's purged set so that auto-positioning resumes where DTLE stopped (the target's binary
+    logs are dropped: it is a replica in this lab)."""
+    if mariadb:
+        return [("STOP SLAVE", None), ("SET GLOBAL gtid_slave_pos = %s", (source_gtids,)), ("START SLAVE", None)]
+    return [
+        ("STOP REPLICA", None),
+        ("RESET BINARY LOGS AND GTIDS", None),
+        ("SET GLOBAL gtid_purged = %s", (source_gtids,)),
+        ("START REPLICA", None),
+    ]

@@ -1,0 +1,30 @@
+"""What a run ran on (environment.json): server versions, images, kernel, shaping backend, host size."""
+
+from __future__ import annotations
+
+import os
+import platform
+
+from ..db import connect
+
+
+def describe(lab) -> dict:
+    versions = {}
+    for endpoint in (lab.source, lab.target):
+        conn = connect(endpoint, timeout=5)
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SELECT VERSION() AS v")
+                versions[endpoint.name] = cur.fetchone()["v"]
+        finally:
+            conn.close()
+    return {
+        "server_versions": versions,
+        "images": {service: lab.containers.image(c) for service, c in lab.containers.list().items()},
+        "kernel": platform.release(),
+        "shaping_backend": lab.shaping.backend.name,
+        "netem_available": lab.netem_available,
+        "host_cores": os.cpu_count(),
+        "host_memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+        "heartbeat_interval_ms": round(lab.recorder.interval * 1000) if lab.recorder else None,
+    }

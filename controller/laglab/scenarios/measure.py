@@ -1,0 +1,96 @@
+"""A point's measuring steps: verify the shaping from inside the lab, then run the load while the
+window is measured (warm-up skipped, the replicator's own figures sampled every second)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+from ..results import iso
+from ..shaping import verify
+from .spec import LoadPlan, VerifyPlan
+
+
+def verify_link(lab, plan: VerifyPlan) -> dict:
+    """RTT (and throughput when a rate is set) from plan.source to plan.to, measured from inside the lab."""
+    a, b = lab.containers.running(plan.source, plan.to, hint="is its profile up? make up PROFILE=...")
+    rtt = verify.measure_rtt(lab.executor, a.pid, b.ip, 20)
+    t = plan.tolerances
+    tolerance = max(t.rtt_tolerance_ms, plan.rtt_ms * t.rtt_tolerance_pct / 100)
+    result = {
+        "rtt_asked_ms": plan.rtt_ms,
+        "rtt": rtt,
+        "rtt_ok": rtt.get("median_ms") is not None and abs(rtt["median_ms"] - plan.rtt_ms) <= tolerance,
+    }
+    if plan.rate_bits:
+        mbit = plan.rate_bits / 1e6
+        got = verify.measure_throughput(lab.executor, a.pid, b.pid, b.ip, t.throughput_seconds, reverse=False)
+        result.update({"rate_asked_mbit": mbit, "throughput_mbit": got})
+        result["rate_ok"] = got is not None and abs(got - mbit) <= mbit * t.rate_tolerance_pct / 100
+    result["ok"] = result["rtt_ok"] and result.get("rate_ok", True)
+    return result
+
+
+@dataclass
+class Window:
+    """What the load phase of a point measured."""
+
+    load_start: float
+    start: float = 0.0
+    end: float = 0.0
+    load_rows: list[dict] = field(default_factory=list)
+    samples: list[tuple[float, dict]] = field(default_factory=list)  # the replicator's own figures
+    bytes: int | None = None  # the replicator's byte counter over the window
+    load_error: str | None = None
+
+
+class LoadPhase:
+    """Runs the point's load in a thread and measures the window after the warm-up."""
+
+    def __init__(self, lab, plan: LoadPlan, point: int, owner: str, load_series, sleep):
+        self.lab, self.plan, self.point, self.owner = lab, plan, point, owner
+        self.load_series, self.sleep = load_series, sleep
+
+    def run(self, replicator, on_window_start) -> Window:
+        window = Window(load_start=time.time())
+        thread = threading.Thread(target=self._load, args=(window,), name=f"load-{self.owner}", daemon=True)
+        thread.start()
+        self.sleep(self.plan.warmup)
+        window.start = time.time()
+        on_window_start(window.start)
+        before = replicator.window_bytes()
+        while thread.is_alive():
+            figures = replicator.sample()
+            if figures is not None:
+                window.samples.append((time.time(), figures))
+            self.sleep(0.5 if figures is None else 1.0)
+        window.end = time.time()
+        after = replicator.window_bytes()
+        window.bytes = None if before is None or after is None else after - before
+        window.load_error = self.lab.load.error
+        return window
+
+    def _keep(self, window: Window, row: dict) -> None:
+        row = {"point": self.point, **row}
+        window.load_rows.append(row)
+        self.load_series.append(row)
+
+    def _load(self, window: Window) -> None:
+        plan, load = self.plan, self.lab.load
+        if plan.tool == "none":
+            load.error = None
+            time.sleep(plan.seconds)
+        elif plan.tool == "mysqlslap":
+            # mysqlslap runs its queries once; the point's load row is its throughput, `seconds` its time.
+            load.error = None
+            result = load.mysqlslap(plan.target, plan.threads, plan.queries, plan.query, plan.setup)
+            if "error" in result:
+                load.error = result["error"]
+                return
+            now = time.time()
+            self._keep(window, {"time": iso(now), "epoch": round(now, 3), "elapsed_s": result["seconds"],
+                                "threads": plan.threads, "tps": result["qps"], "qps": result["qps"]})  # fmt: skip
+        else:
+            load.start(plan.profile, plan.seconds, on_row=lambda row: self._keep(window, row), owner=self.owner)
+            load.wait()

@@ -1,0 +1,59 @@
+"""A point's result (summary.json) from its plan and what was measured, and the run's consistency
+verdict from every replicator kind it used."""
+
+from __future__ import annotations
+
+import statistics
+
+from .measure import Window
+from .spec import Point, PointPlan
+
+
+def point_result(point: Point, plan: PointPlan, verification: dict, window: Window, figures: dict, extra: dict) -> dict:
+    s = point.scenario
+    links = figures.pop("links_mbit")
+    timed = s.load.tool == "mysqlslap"  # one row: its time and throughput over the whole run
+    rows = window.load_rows if timed else [r for r in window.load_rows if r["epoch"] >= window.start]
+    result = {
+        "point": point.index + 1,
+        "params": point.params,
+        "link": s.link.model_dump(include={"rtt", "rate", "jitter", "loss"}),
+        "load": {
+            "tool": s.load.tool,
+            "script": s.load.script,
+            "threads": s.load.threads,
+            "rate_tps": s.load.rate,
+            "seconds": s.load.seconds,
+            "queries": s.load.queries,
+        },
+        "replicator": s.replicator.model_dump(),
+        "verification": verification,
+        "measured_seconds": round(window.end - window.start, 1),
+        **figures,
+        "tps": round(statistics.fmean(r["tps"] for r in rows), 2) if rows else None,
+        "load_seconds": rows[-1]["elapsed_s"] if rows and timed else None,
+        "qps": round(statistics.fmean(r["qps"] for r in rows), 2) if rows else None,
+        "link_mbit": links.get(plan.links[0]),
+        "reverse_link_mbit": links.get(plan.links[1]),
+        "binlog_mbit": None
+        if window.bytes is None
+        else round(window.bytes * 8 / 1e6 / max(1e-6, window.end - window.start), 4),
+        **extra,
+        "load_error": window.load_error,  # e.g. sysbench's FATAL line; the point then fails
+    }
+    result["assertions"] = [{"assertion": str(a), "passed": a.holds(result.get(a.metric))} for a in s.assertions]
+    result["passed"] = all(x["passed"] for x in result["assertions"]) and verification["ok"] and not window.load_error
+    return result
+
+
+def merge_consistency(reports: list[dict]) -> dict:
+    """One verdict from the consistency checks of every kind a run used."""
+    if len(reports) == 1:
+        return reports[0]
+    merged = {"identical": all(r["identical"] for r in reports), "differences": [], "gtid": None}
+    for report in reports:
+        merged["differences"] += report["differences"]
+        merged["gtid"] = merged["gtid"] or report.get("gtid")
+        if "clusters" in report:
+            merged.setdefault("clusters", []).extend(report["clusters"])
+    return merged
