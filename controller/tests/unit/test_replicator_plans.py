@@ -1,0 +1,218 @@
+"""Each replicator kind's plan without servers, and the runner driving kinds only through their one
+interface: native's exact statements for its options and its restore, a point resolved completely by
+the spec, the kinds registry as the scenario schema sees it, the order of a point's steps, and a
+change of kind restoring the previous kind first."""
+
+import pytest
+
+import laglab.scenarios.runner as runner
+from laglab.db import Dialect
+from laglab.replicators import KINDS, native
+from laglab.replicators.galera import Galera
+from laglab.results import Fanout
+from laglab.scenarios.spec import ScenarioError, load_text
+
+
+def test_native_options_are_exact_statements_on_each_server():
+    assert native.option_statements(Dialect("mysql"), ("zstd", 7, True, True)) == [
+        ("source", "SET GLOBAL binlog_transaction_compression = ON"),
+        ("target", "STOP REPLICA"),
+        (
+            "target",
+            "CHANGE REPLICATION SOURCE TO SOURCE_COMPRESSION_ALGORITHMS='zstd', "
+            "SOURCE_ZSTD_COMPRESSION_LEVEL=7, SOURCE_SSL=1",
+        ),
+        ("target", "START REPLICA"),
+    ]
+    assert native.option_statements(Dialect("mariadb"), native.DEFAULT_NETWORK) == []
+    with pytest.raises(RuntimeError, match="the MariaDB flavour runs with defaults only"):
+        native.option_statements(Dialect("mariadb"), ("zstd", 3, False, False))
+
+
+class Server:
+    """A server as PyMySQL shows it: answers VERSION() and records every other statement."""
+
+    def __init__(self, name, log, version="9.7.4"):
+        self.name, self.log, self.version = name, log, version
+
+    def cursor(self):
+        server = self
+
+        class Cursor:
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                return False
+
+            def execute(self, sql, args=None):
+                self.sql = sql
+                if sql != "SELECT VERSION() AS v":
+                    server.log.append((server.name, sql))
+
+            def fetchone(self):
+                return {"v": server.version}
+
+        return Cursor()
+
+    def close(self):
+        pass
+
+
+class Lab:
+    class settings:
+        SEMI_SYNC_TIMEOUT_MS, LAB_DATABASE = 10000, "lab"
+
+    source, target = "mysql-source", "mysql-target"
+
+
+def test_native_restore_puts_the_labs_defaults_back_and_leaves_semi_sync_alone(monkeypatch):
+    log = []
+    monkeypatch.setattr(native, "connect", lambda endpoint, **kw: Server(endpoint, log))
+    native.Native(Lab()).restore()
+    assert log == [
+        ("mysql-source", "SET GLOBAL binlog_transaction_compression = OFF"),
+        ("mysql-target", "STOP REPLICA"),
+        (
+            "mysql-target",
+            "CHANGE REPLICATION SOURCE TO SOURCE_COMPRESSION_ALGORITHMS='uncompressed', "
+            "SOURCE_ZSTD_COMPRESSION_LEVEL=3, SOURCE_SSL=0",
+        ),
+        ("mysql-target", "START REPLICA"),
+    ]  # semi-sync was never asked for in this run: not one statement about it
+
+
+def test_the_schema_is_read_from_the_kinds():
+    assert list(KINDS) == ["native", "group-replication", "galera", "dtle", "dm"]
+    with pytest.raises(ScenarioError, match="replicator.kind: must be one of 'native', 'group-replication'"):
+        load_text("name: x\nreplicator: {kind: ndb}\n")
+    with pytest.raises(ScenarioError, match="replicator.group_max_size: an option of kind dtle, not native"):
+        load_text("name: x\nreplicator: {group_max_size: 512}\n")
+    assert load_text("name: x\nreplicator: {kind: dm}\n").scenario.link.between == KINDS["dm"].default_link
+
+
+def test_a_link_point_is_resolved_completely():
+    plan = (
+        load_text("name: x\nlink: {rtt: 100ms, rate: 2mbit}\nload: {rate: 50, duration: 30s}\nwarmup: 5s\n")
+        .points[0]
+        .plan()
+    )
+    assert plan.shaping == (
+        ("mysql-source", {"delay": "50ms", "rate": "2mbit", "peer": "mysql-target"}),
+        ("mysql-target", {"delay": "50ms", "rate": "2mbit", "peer": "mysql-source"}),
+    )
+    assert (plan.verify.source, plan.verify.to, plan.verify.rtt_ms, plan.verify.rate_bits) == (
+        "mysql-source", "mysql-target", 100.0, 2e6,
+    )  # fmt: skip
+    assert (plan.load.tool, plan.load.target, plan.load.warmup, plan.load.seconds) == (
+        "sysbench",
+        "mysql-source",
+        5.0,
+        35,
+    )
+    assert plan.load.profile.rate == 50 and plan.links == (
+        ("mysql-source", "mysql-target"),
+        ("mysql-target", "mysql-source"),
+    )
+
+
+def test_a_cluster_point_delays_one_node_and_loads_the_writer():
+    plan = (
+        load_text(
+            "name: x\nreplicator: {kind: galera}\ncluster: {write_node: 1, delayed_node: 3, delay: 100ms}\n"
+            "load: {tool: mysqlslap, threads: 8}\n"
+        )
+        .points[0]
+        .plan()
+    )
+    writer, _, delayed = Galera.services()
+    assert plan.shaping == ((delayed, {"delay": "100ms"}),)
+    assert (plan.verify.source, plan.verify.to, plan.verify.rtt_ms) == (writer, delayed, 100.0)
+    assert (plan.load.target, plan.load.warmup, plan.load.threads) == (writer, 0.0, 8)
+
+
+class FakeReplicator:
+    consistency_scope = "mysql-source -> mysql-target"
+    records_lag = False  # no lag feed to wait for at the end of a window
+
+    def __init__(self, kind, calls):
+        self.kind, self.calls = kind, calls
+
+    def __getattr__(self, name):
+        answers = {"window_bytes": 1000, "sample": {"delay_seconds": 1.0}, "summary": {"replicator_metrics": {}},
+                   "consistency": {"identical": True, "differences": [], "gtid": None}}  # fmt: skip
+
+        def step(*args, **kwargs):
+            self.calls.append(f"{self.kind}.{name}")
+            return answers.get(name)
+
+        return step
+
+
+class FakeShaping:
+    def __init__(self, calls):
+        self.calls = calls
+
+    def clear(self):
+        self.calls.append("shaping.clear")
+
+    def put(self, service, request):
+        self.calls.append(f"shaping.put {service} peer={request.peer}")
+
+
+class FakeLoad:
+    running, owner, error = False, None, None
+
+
+class FakeLab:
+    def __init__(self, calls):
+        self.shaping, self.load, self.counters, self.events = FakeShaping(calls), FakeLoad(), None, None
+        self.recorder = type("R", (), {"feed": Fanout("lag")})()
+
+
+def run_scenario(tmp_path, monkeypatch, text):
+    calls = []
+    made = {}
+    monkeypatch.setattr(runner.environment, "describe", lambda lab: {})
+    monkeypatch.setattr(runner.measure, "verify_link", lambda lab, plan: calls.append("verify") or {"ok": True})
+    monkeypatch.setattr(runner, "for_kind", lambda kind, lab: made.setdefault(kind, FakeReplicator(kind, calls)))
+    run = runner.ScenarioRun(FakeLab(calls), load_text(text), tmp_path, text)
+    run.start()
+    run.wait(30)
+    assert run.status == "completed", run.reason
+    return run, calls
+
+
+def test_the_runner_drives_a_kind_through_the_interface_in_order(tmp_path, monkeypatch):
+    run, calls = run_scenario(
+        tmp_path, monkeypatch, "name: x\nlink: {rtt: 20ms}\nload: {tool: none, duration: 1s}\nwarmup: 0s\n"
+    )
+    assert calls[:7] == [
+        "native.prepare", "shaping.clear", "native.apply", "native.wait_caught_up",
+        "shaping.put mysql-source peer=mysql-target", "shaping.put mysql-target peer=mysql-source", "verify",
+    ]  # fmt: skip
+    measured = calls[7 : calls.index("native.summary")]
+    assert measured[0] == "native.window_bytes" and measured[-1] == "native.window_bytes"
+    assert set(measured[1:-1]) == {"native.sample"}  # sampled while the load ran (1 s)
+    assert calls[calls.index("native.summary") + 1 :] == [
+        "native.consistency", "shaping.clear", "native.restore",
+    ]  # fmt: skip
+    point = run.summary[0]
+    assert point["binlog_mbit"] == 0.0 and point["replicator_metrics"] == {} and point["passed"] is True
+
+
+def test_a_change_of_kind_restores_the_previous_kind_first(tmp_path, monkeypatch):
+    _, calls = run_scenario(
+        tmp_path,
+        monkeypatch,
+        "name: x\nlink: {between: [mysql-source, mysql-target]}\nload: {tool: none, duration: 1s}\nwarmup: 0s\n"
+        "sweep: {replicator.kind: [native, dtle, native]}\n",
+    )
+    kinds = [c for c in calls if c.partition(".")[2] in ("prepare", "apply", "restore", "consistency")]
+    assert kinds == [
+        "native.prepare", "native.apply",
+        "native.restore", "dtle.prepare", "dtle.apply",
+        "dtle.restore", "native.apply",
+        "native.consistency",  # dtle checks the same servers: once, by the kind in use at the end
+        "native.restore", "dtle.restore",  # cleanup: every kind used, the current one first
+    ]  # fmt: skip
