@@ -84,9 +84,9 @@ def test_native_restore_puts_the_labs_defaults_back_and_leaves_semi_sync_alone(m
 
 def test_the_schema_is_read_from_the_kinds():
     assert list(KINDS) == ["native", "group-replication", "galera", "dtle", "dm"]
-    with pytest.raises(ScenarioError, match="replicator.kind: must be one of 'native', 'group-replication'"):
+    with pytest.raises(ScenarioError, match=r"replicator\.kind: must be one of 'native', 'group-replication'"):
         load_text("name: x\nreplicator: {kind: ndb}\n")
-    with pytest.raises(ScenarioError, match="replicator.group_max_size: an option of kind dtle, not native"):
+    with pytest.raises(ScenarioError, match=r"replicator\.group_max_size: an option of kind dtle, not native"):
         load_text("name: x\nreplicator: {group_max_size: 512}\n")
     assert load_text("name: x\nreplicator: {kind: dm}\n").scenario.link.between == KINDS["dm"].default_link
 
