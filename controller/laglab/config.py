@@ -14,7 +14,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 
@@ -209,19 +209,55 @@ BY_NAME = {v.name: v for v in VARIABLES}
 
 @dataclass(frozen=True)
 class Settings:
-    """Validated configuration. `values` holds every variable's parsed value."""
+    """Validated configuration: one typed attribute per variable of VARIABLES, parsed once by load()
+    (a unit test holds the attributes and their types in step with the table)."""
 
-    values: Mapping[str, object] = field(default_factory=dict)
+    COMPOSE_PROJECT_NAME: str
+    DB_FLAVOR: str
+    MYSQL_IMAGE: str
+    MARIADB_IMAGE: str
+    BASE_IMAGE: str
+    MYSQL_ROOT_PASSWORD: str
+    LAB_DATABASE: str
+    LAB_USER: str
+    LAB_PASSWORD: str
+    REPL_USER: str
+    REPL_PASSWORD: str
+    CONTROLLER_BIND: str
+    CONTROLLER_PORT: int
+    SOURCE_PORT: int
+    TARGET_PORT: int
+    HEARTBEAT_INTERVAL_MS: int
+    LAG_WINDOW_SECONDS: int
+    LAB_API_TOKEN: str
+    CONTROLLER_HOSTS: str
+    SHAPING_BACKEND: str
+    CLEAR_SHAPING_ON_EXIT: str
+    EXTRA_CA_BUNDLE: str
+    SEMI_SYNC_TIMEOUT_MS: int
+    GR_GROUP_NAME: str
+    GR_EXPEL_TIMEOUT: int
+    GR_UNREACHABLE_MAJORITY_TIMEOUT: int
+    GR_AUTOREJOIN_TRIES: int
+    GR_CONSISTENCY: str
+    GR_NODE1_PORT: int
+    GR_NODE2_PORT: int
+    GR_NODE3_PORT: int
+    GALERA_SUSPECT_TIMEOUT: str
+    GALERA_INACTIVE_TIMEOUT: str
+    GALERA_SEGMENTS: str
+    GALERA_SST_METHOD: str
+    GALERA_NODE1_PORT: int
+    GALERA_NODE2_PORT: int
+    GALERA_NODE3_PORT: int
 
-    def __getattr__(self, item: str) -> object:
-        try:
-            return self.values[item.upper()]
-        except KeyError:
-            raise AttributeError(item) from None
+    @property
+    def values(self) -> dict[str, object]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @property
     def db_image(self) -> str:
-        return str(self.values["MARIADB_IMAGE" if self.values["DB_FLAVOR"] == "mariadb" else "MYSQL_IMAGE"])
+        return self.MARIADB_IMAGE if self.DB_FLAVOR == "mariadb" else self.MYSQL_IMAGE
 
 
 def read_env_file(path: Path) -> dict[str, str]:
@@ -265,7 +301,7 @@ def load(environ: Mapping[str, str], env_file: Mapping[str, str] | None = None) 
             f"{values['CONTROLLER_BIND']} is reachable from other machines: set LAB_API_TOKEN too "
             "(e.g. LAB_API_TOKEN=$(openssl rand -hex 16)), or bind to 127.0.0.1",
         )
-    return Settings(values)
+    return Settings(**values)  # type: ignore[arg-type]
 
 
 def port_conflicts(settings: Settings, own_ports: set[int], profiles: tuple[str, ...] = ()) -> list[ConfigError]:
@@ -275,7 +311,7 @@ def port_conflicts(settings: Settings, own_ports: set[int], profiles: tuple[str,
     for var in VARIABLES:
         if not var.port or (var.profile and var.profile not in profiles):
             continue
-        port = int(settings.values[var.name])  # type: ignore[arg-type]
+        port = settings.values[var.name]
         if port in seen:
             errors.append(ConfigError(var.name, f"port {port} is also {seen[port]}"))
             continue
@@ -285,7 +321,7 @@ def port_conflicts(settings: Settings, own_ports: set[int], profiles: tuple[str,
         with socket.socket() as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
-                probe.bind((str(settings.values["CONTROLLER_BIND"]), port))
+                probe.bind((settings.CONTROLLER_BIND, port))
             except OSError:
                 errors.append(ConfigError(var.name, f"port {port} is in use by another program"))
     return errors
@@ -321,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
         errors = (
             port_conflicts(
                 settings,
-                _own_ports(str(settings.values["COMPOSE_PROJECT_NAME"])),
+                _own_ports(settings.COMPOSE_PROJECT_NAME),
                 tuple(p for p in args.profiles.split(",") if p),
             )
             if args.ports

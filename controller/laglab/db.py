@@ -179,7 +179,7 @@ def lab_endpoints(settings, environ) -> tuple[Endpoint, Endpoint]:
 
     def parse(var: str, default: str, name: str) -> Endpoint:
         host, _, port = environ.get(var, default).rpartition(":")
-        return Endpoint(host, int(port), "root", str(settings.MYSQL_ROOT_PASSWORD), name)
+        return Endpoint(host, int(port), "root", settings.MYSQL_ROOT_PASSWORD, name)
 
     return (
         parse("LAGLAB_SOURCE", "mysql-source:3306", "mysql-source"),

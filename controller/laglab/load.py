@@ -132,7 +132,7 @@ class LoadGenerator:
 
     def argv(self, profile: Profile, command: str, seconds: int | None = None) -> list[str]:
         s = self.settings
-        return sysbench_argv(profile, command, str(s.LAB_USER), str(s.LAB_PASSWORD), str(s.LAB_DATABASE), seconds)
+        return sysbench_argv(profile, command, s.LAB_USER, s.LAB_PASSWORD, s.LAB_DATABASE, seconds)
 
     TLS_DIR = "/tls"
 
@@ -228,16 +228,14 @@ class LoadGenerator:
                     f"--host={target}",
                     f"--user={s.LAB_USER}",
                     f"--password={s.LAB_PASSWORD}",
-                    str(s.LAB_DATABASE),
+                    s.LAB_DATABASE,
                     "-e",
                     setup,
                 ]
             )
             if code != 0:
                 return {"error": out.decode(errors="replace").strip()[-300:]}
-        argv = mysqlslap_argv(
-            target, str(s.LAB_USER), str(s.LAB_PASSWORD), str(s.LAB_DATABASE), concurrency, queries, query
-        )
+        argv = mysqlslap_argv(target, s.LAB_USER, s.LAB_PASSWORD, s.LAB_DATABASE, concurrency, queries, query)
         code, out = loadgen.exec_run(argv)
         text = out.decode(errors="replace")
         seconds = parse_mysqlslap(text)

@@ -14,13 +14,7 @@ import threading
 from dataclasses import dataclass
 
 from ..counters import counter_delta
-
-
-def percentile(values, p: float) -> float | None:
-    if not len(values):
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+from ..stats import percentile
 
 
 def slope(samples: list[tuple[float, float]]) -> float | None:

@@ -10,13 +10,14 @@ import statistics
 import time
 
 from ..executor import Executor
+from ..stats import percentile
 
 
 def ping_stats(output: str) -> dict:
     times = sorted(float(t) for t in re.findall(r"time=([\d.]+) ms", output))
     if not times:
         return {"samples": 0}
-    p99 = times[min(len(times) - 1, round(0.99 * (len(times) - 1)))]
+    p99 = percentile(times, 99)
     return {
         "samples": len(times),
         "min_ms": times[0],

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pymysql
 import pytest
-import requests
 
 from laglab import config
+from laglab.client import Client
 from laglab.db import Endpoint, connect
 
 from ..polling import wait_until  # noqa: F401 - the suites import it from here
@@ -31,12 +31,12 @@ def settings():
 
 @pytest.fixture(scope="session")
 def source_ep(settings):
-    return Endpoint("127.0.0.1", int(settings.SOURCE_PORT), "root", str(settings.MYSQL_ROOT_PASSWORD), "mysql-source")
+    return Endpoint("127.0.0.1", settings.SOURCE_PORT, "root", settings.MYSQL_ROOT_PASSWORD, "mysql-source")
 
 
 @pytest.fixture(scope="session")
 def target_ep(settings):
-    return Endpoint("127.0.0.1", int(settings.TARGET_PORT), "root", str(settings.MYSQL_ROOT_PASSWORD), "mysql-target")
+    return Endpoint("127.0.0.1", settings.TARGET_PORT, "root", settings.MYSQL_ROOT_PASSWORD, "mysql-target")
 
 
 @pytest.fixture
@@ -53,26 +53,16 @@ def target(target_ep):
     conn.close()
 
 
-class Api:
-    def __init__(self, base: str, token: str):
-        self.base = base
-        self.session = requests.Session()
-        if token:
-            self.session.headers["Authorization"] = f"Bearer {token}"
-
-    def get(self, path: str, **kwargs):
-        return self.session.get(self.base + path, timeout=kwargs.pop("timeout", 60), **kwargs)
-
-
 @pytest.fixture(scope="session")
 def api(settings):
-    return Api(f"http://{settings.CONTROLLER_BIND}:{settings.CONTROLLER_PORT}", str(settings.LAB_API_TOKEN))
+    """The controller's API through the lab's one client (laglab.client), as the scripts use it."""
+    return Client(f"http://{settings.CONTROLLER_BIND}:{settings.CONTROLLER_PORT}", settings.LAB_API_TOKEN)
 
 
 @pytest.fixture(scope="session", autouse=True)
 def unshaped_lab(api):
     """Every test starts from a lab without shaping (saved shaping survives controller restarts)."""
-    response = api.session.delete(api.base + "/api/shaping", timeout=60)
+    response = api.delete("/api/shaping", timeout=60)
     assert response.status_code == 204, response.text
 
 

@@ -17,15 +17,15 @@ def test_the_api_conforms_to_its_own_document(api, tmp_path):
         "--generation-database", "none", "--request-timeout", "60", "--no-color",
         "--report", "junit", "--report-dir", str(tmp_path),
     ]  # fmt: skip
-    if api.session.headers.get("Authorization"):
-        argv += ["--header", f"Authorization: {api.session.headers['Authorization']}"]
+    if api.token:
+        argv += ["--header", f"Authorization: Bearer {api.token}"]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=900, cwd=tmp_path)
     finally:  # whatever the generated requests changed in the lab goes back
-        api.session.delete(api.base + "/api/shaping", timeout=60)
+        api.delete("/api/shaping", timeout=60)
         for run in api.get("/api/runs").json()["runs"]:
             if run["status"] in ("pending", "running"):
-                api.session.delete(api.base + f"/api/runs/{run['id']}", timeout=60)
+                api.delete(f"/api/runs/{run['id']}", timeout=60)
     summary = done.stdout[done.stdout.find("= SUMMARY =") :]
     assert "Tested: 23" in summary, done.stdout[-3000:]
     assert done.returncode == 0, done.stdout[-8000:] + done.stderr[-2000:]

@@ -34,7 +34,7 @@ def clusters_up(compose, settings):
         services = [s for name in PROFILES for s in CLUSTERS[name].services()] + ["gr-setup", "galera-setup"]
         profile_args = [a for name in PROFILES for a in ("--profile", name)]
         compose(*profile_args, "rm", "--stop", "--force", "--volumes", *services, check=False)
-        project = str(settings.COMPOSE_PROJECT_NAME)
+        project = settings.COMPOSE_PROJECT_NAME
         subprocess.run(["docker", "volume", "rm", *(f"{project}_{s}-data" for s in services[:6])], capture_output=True)
 
 
@@ -128,7 +128,7 @@ def test_node_loss_leaves_two_serving_and_the_node_rejoins(clusters_up, compose,
     endpoints = nodes(settings, name)
     lost = kind.services()[2]
     profile = ("--profile", name)
-    with Writer(endpoints[0], str(settings.LAB_DATABASE)) as writer:
+    with Writer(endpoints[0], settings.LAB_DATABASE) as writer:
         wait_until(lambda: len(writer.ok) >= 20, 30, 0.1, "the writer to be writing")
         compose(*profile, "stop", lost)
         stopped = time.time()
@@ -149,7 +149,7 @@ def test_node_loss_leaves_two_serving_and_the_node_rejoins(clusters_up, compose,
         wait_until(lambda: any(t > formed for t in writer.ok), 30, 0.1, "writes after the rejoin")
     assert writer.errors == [], writer.errors[:3]
     assert len(written_while_down) > 50, "the remaining two nodes kept taking writes"
-    report = kind.compare_tables(endpoints, str(settings.LAB_DATABASE), timeout=60)
+    report = kind.compare_tables(endpoints, settings.LAB_DATABASE, timeout=60)
     assert report["identical"], report["differences"]
     assert "node_loss" in report["tables"]
 

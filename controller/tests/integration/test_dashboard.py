@@ -30,7 +30,7 @@ def browser():
 
 
 def test_dashboard_shows_lag_and_sets_shaping(api, browser):
-    api.session.delete(api.base + "/api/shaping", timeout=60)
+    api.delete("/api/shaping", timeout=60)
     browser.get(api.base + "/")
     wait = WebDriverWait(browser, 30)
     wait.until(lambda d: d.execute_script("return window.laglab.points.filter(p => p.lag !== null).length") > 20)
@@ -60,13 +60,13 @@ def test_dashboard_shows_lag_and_sets_shaping(api, browser):
         rows = browser.find_elements(By.CSS_SELECTOR, "#containers tbody tr")
         assert any("delay 40ms" in r.text for r in rows)
     finally:
-        api.session.delete(api.base + "/api/shaping", timeout=60)
+        api.delete("/api/shaping", timeout=60)
 
 
 def test_metrics_match_the_api(api):
     assert (
-        api.session.put(
-            api.base + "/api/shaping/mysql-source",
+        api.put(
+            "/api/shaping/mysql-source",
             json={"delay": "30ms", "rate": "50mbit", "peer": "mysql-target"},
             timeout=60,
         ).status_code
@@ -88,4 +88,4 @@ def test_metrics_match_the_api(api):
         assert abs(got[("laglab_replication_lag_seconds", (("replica", "mysql-target"),))] - lag["lag_seconds"]) < 0.2
         assert got[("laglab_link_bytes_total", (("direction", "tx"), *link))] > 0
     finally:
-        api.session.delete(api.base + "/api/shaping", timeout=60)
+        api.delete("/api/shaping", timeout=60)

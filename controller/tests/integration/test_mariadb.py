@@ -5,8 +5,8 @@ import os
 import subprocess
 
 import pytest
-import requests
 
+from laglab.client import Client
 from laglab.db import Endpoint, connect
 
 from .conftest import ROOT, query, wait_until
@@ -57,12 +57,12 @@ def test_mariadb_lab_replicates_and_records_lag(mariadb_lab):
     finally:
         source.close()
         target.close()
-    api = f"http://127.0.0.1:{PORTS['CONTROLLER_PORT']}"
-    samples = requests.get(f"{api}/api/lag?seconds=2", timeout=10).json()["samples"]
+    api = Client(f"http://127.0.0.1:{PORTS['CONTROLLER_PORT']}")
+    samples = api.get("/api/lag?seconds=2", timeout=10).json()["samples"]
     assert samples and all(s["status"] == "ok" for s in samples)
     assert max(s["lag_seconds"] for s in samples) < 0.5
     assert all(s["applier_lag_seconds"] is None for s in samples)  # no performance_schema applier timestamps
-    report = requests.get(f"{api}/api/consistency?timeout=30", timeout=60).json()
+    report = api.get("/api/consistency?timeout=30", timeout=60).json()
     assert report["flavor"] == "mariadb"
     assert report["identical"] is True, report["differences"]
     assert [t["table"] for t in report["tables"]] == ["lab.it_maria"]

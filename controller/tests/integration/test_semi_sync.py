@@ -33,7 +33,7 @@ def source_status(source_ep) -> dict:
 
 def commit_ms(source_ep, api, delay: str) -> float:
     """Median time of a one-row autocommit INSERT on the source while mysql-target's packets wait `delay`."""
-    assert api.session.put(api.base + "/api/shaping/mysql-target", json={"delay": delay}, timeout=60).status_code == 200
+    assert api.put("/api/shaping/mysql-target", json={"delay": delay}, timeout=60).status_code == 200
     conn = connect(source_ep, timeout=5, read_timeout=30)
     try:
         query(conn, "CREATE TABLE IF NOT EXISTS lab.semi_sync_probe (id BIGINT AUTO_INCREMENT PRIMARY KEY)")
@@ -45,7 +45,7 @@ def commit_ms(source_ep, api, delay: str) -> float:
         return statistics.median(times)
     finally:
         conn.close()
-        api.session.delete(api.base + "/api/shaping/mysql-target", timeout=60)
+        api.delete("/api/shaping/mysql-target", timeout=60)
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +89,7 @@ sweep:
 
 def test_scenario_option_semi_sync_slows_commits_and_is_restored(api, source_ep):
     assert source_status(source_ep)["Rpl_semi_sync_source_status"] == "OFF"
-    started = api.session.post(api.base + "/api/runs", json={"scenario": SEMI_SYNC_SCENARIO}, timeout=30)
+    started = api.post("/api/runs", json={"scenario": SEMI_SYNC_SCENARIO}, timeout=30)
     assert started.status_code == 201, started.text
     run_id = started.json()["id"]
     deadline = time.monotonic() + 300

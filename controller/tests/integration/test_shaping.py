@@ -14,20 +14,20 @@ from .conftest import ROOT, wait_until
 
 
 def verify(api, src, dst, **extra):
-    response = api.session.post(api.base + "/api/verify", json={"from": src, "to": dst, **extra}, timeout=120)
+    response = api.post("/api/verify", json={"from": src, "to": dst, **extra}, timeout=120)
     assert response.status_code == 200, response.text
     return response.json()
 
 
 def put(api, service, body):
-    return api.session.put(api.base + f"/api/shaping/{service}", json=body, timeout=60)
+    return api.put(f"/api/shaping/{service}", json=body, timeout=60)
 
 
 @pytest.fixture(scope="module")
 def backend(api, settings):
     """The backend the controller must have chosen: SHAPING_BACKEND, or for auto the kernel's netem."""
     shaping = api.get("/api/health").json()["shaping"]
-    wanted = str(settings.SHAPING_BACKEND)
+    wanted = settings.SHAPING_BACKEND
     expected = wanted if wanted != "auto" else ("kernel" if shaping["netem_available"] else "userspace")
     assert shaping["backend"] == expected, shaping
     return expected
@@ -41,9 +41,9 @@ def userspace(backend):
 
 @pytest.fixture(autouse=True)
 def clean(api):
-    api.session.delete(api.base + "/api/shaping", timeout=60)
+    api.delete("/api/shaping", timeout=60)
     yield
-    api.session.delete(api.base + "/api/shaping", timeout=60)
+    api.delete("/api/shaping", timeout=60)
 
 
 def test_delay_on_a_link_is_measured_and_only_on_that_link(api, backend):
@@ -74,7 +74,7 @@ def test_delay_on_a_link_is_measured_and_only_on_that_link(api, backend):
     )
 
     # Clearing restores the link.
-    assert api.session.delete(api.base + "/api/shaping/mysql-source", timeout=60).status_code == 204
+    assert api.delete("/api/shaping/mysql-source", timeout=60).status_code == 204
     cleared = verify(api, "mysql-source", "mysql-target", count=20, seconds=1)
     assert cleared["measured"]["rtt"]["median_ms"] < 5
     assert api.get("/api/shaping/mysql-target").json()["kernel"]["mysql-target"]["iptables"] == []

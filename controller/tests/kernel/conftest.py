@@ -23,6 +23,7 @@ from laglab.containers import LabContainer
 from laglab.executor import Executor
 from laglab.shaping import backends
 from laglab.shaping.manager import ShapingManager
+from laglab.stats import percentile
 
 from ..polling import wait_until  # noqa: F401 - the suite imports it from here
 
@@ -160,7 +161,7 @@ def ping(src: str, dst: str, count: int = 50, interval: float = 0.02, user_time:
         "received": int(received.group(1)) if received else 0,
         "duplicates": dups,
         "median": statistics.median(times) if times else None,
-        "p99": sorted(times)[min(len(times) - 1, round(0.99 * (len(times) - 1)))] if times else None,
+        "p99": percentile(times, 99),
         "mean": statistics.fmean(times) if times else None,
         "stdev": statistics.pstdev(times) if len(times) > 1 else None,
         "output": out,

@@ -165,7 +165,7 @@ def test_profile_ports_count_only_when_the_profile_runs():
         port = held.getsockname()[1]
         settings = config.load({"GALERA_NODE3_PORT": str(port)})
         # every other published port counts as the lab's own (the lab may be running on this host)
-        own = {int(settings.values[v.name]) for v in config.VARIABLES if v.port and v.name != "GALERA_NODE3_PORT"}
+        own = {settings.values[v.name] for v in config.VARIABLES if v.port and v.name != "GALERA_NODE3_PORT"}
         assert config.port_conflicts(settings, own_ports=own) == []
         errors = config.port_conflicts(settings, own_ports=own, profiles=("galera",))
         assert [str(e) for e in errors] == [f"GALERA_NODE3_PORT: port {port} is in use by another program"]

@@ -97,3 +97,12 @@ def test_check_command_fails_with_the_variable(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("DB_FLAVOR", raising=False)
     assert config.main(["check", "--env-file", str(env)]) == 2
     assert "DB_FLAVOR: 'oracle' is not a known flavour" in capsys.readouterr().err
+
+
+def test_settings_has_one_typed_attribute_per_variable():
+    annotations = config.Settings.__annotations__
+    assert list(annotations) == [v.name for v in config.VARIABLES]
+    settings = config.load({})
+    for var in config.VARIABLES:
+        assert type(getattr(settings, var.name)).__name__ == annotations[var.name], var.name
+    assert settings.HEARTBEAT_INTERVAL_MS == 100 and settings.db_image == "mysql:8.4"

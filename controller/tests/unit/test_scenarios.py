@@ -9,8 +9,9 @@ import pytest
 
 from laglab.load import parse_sysbench_line
 from laglab.scenarios import report
-from laglab.scenarios.recording import percentile, slope
+from laglab.scenarios.recording import slope
 from laglab.scenarios.spec import ScenarioError, load_file, load_text
+from laglab.stats import percentile
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios"
