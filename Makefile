@@ -22,8 +22,8 @@ $(VENV)/.installed: controller/requirements.txt controller/requirements-dev.txt
 	scripts/venv $(VENV)
 	touch $@
 
-test: venv up ## unit + integration tests against the running lab
-	scripts/test
+test: venv ## kernel suite (User-mode Linux), then make up, then unit + integration tests against the lab
+	PROFILE=$(PROFILE) scripts/test
 
 test-kernel: ## both shaping backends on a netem kernel in User-mode Linux (no Docker needed)
 	scripts/uml $(ARGS)

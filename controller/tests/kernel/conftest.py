@@ -161,6 +161,7 @@ def ping(src: str, dst: str, count: int = 50, interval: float = 0.02, user_time:
         "received": int(received.group(1)) if received else 0,
         "duplicates": dups,
         "median": statistics.median(times) if times else None,
+        "p95": percentile(times, 95),
         "p99": percentile(times, 99),
         "mean": statistics.fmean(times) if times else None,
         "stdev": statistics.pstdev(times) if len(times) > 1 else None,
