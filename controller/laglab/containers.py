@@ -7,6 +7,7 @@ address on the lab network. Anything without the project's label does not exist 
 from __future__ import annotations
 
 import io
+import os
 import tarfile
 from dataclasses import dataclass
 
@@ -37,12 +38,22 @@ class LabContainer:
         }
 
 
+@dataclass(frozen=True)
+class Bridge:
+    """The lab network's bridge device and a process in the namespace that holds it (dockerd's): where
+    br_netfilter shows every packet between two lab containers to iptables."""
+
+    name: str
+    pid: int
+
+
 class Containers:
     def __init__(self, project: str, client=None, proc: str = "/proc"):
         self.project = project
         self._client = client
         self._proc = proc
         self._ids_by_pid: dict[int, str] = {}
+        self._bridge: Bridge | None = None
 
     @property
     def client(self):
@@ -92,10 +103,38 @@ class Containers:
         except Exception:
             return None
 
+    def bridge(self) -> Bridge:
+        """The bridge of this project's `lab` network (compose labels it) and the dockerd process whose
+        network namespace holds it."""
+        networks = self.client.networks.list(filters={"label": f"{PROJECT_LABEL}={self.project}"})
+        labelled = [n for n in networks if (n.attrs.get("Labels") or {}).get("com.docker.compose.network") == "lab"]
+        if not labelled:
+            raise RuntimeError(f"no 'lab' network of compose project {self.project!r}")
+        network = labelled[0]
+        name = (network.attrs.get("Options") or {}).get("com.docker.network.bridge.name") or f"br-{network.id[:12]}"
+        for entry in sorted(os.listdir(self._proc), key=lambda e: (len(e), e)):
+            if entry.isdigit() and self._is_bridge_holder(int(entry), name):
+                self._bridge = Bridge(name, int(entry))
+                return self._bridge
+        raise RuntimeError(f"no dockerd process whose network namespace holds {name} (is the controller's pid: host?)")
+
+    def _is_bridge_holder(self, pid: int, name: str) -> bool:
+        """dockerd, and its namespace has the bridge (/proc/PID/net/dev lists that namespace's devices)."""
+        try:
+            with open(f"{self._proc}/{pid}/comm") as comm, open(f"{self._proc}/{pid}/net/dev") as devices:
+                return comm.read().strip() == "dockerd" and any(
+                    line.split(":", 1)[0].strip() == name for line in devices
+                )
+        except OSError:
+            return False
+
     def owns(self, pid: int) -> bool:
         """Whether `pid` is still the process of this project's container that Docker reported for
         it: its cgroup names that container. A PID recycled for a host process (or another
-        container's) must never be the namespace the controller enters."""
+        container's) must never be the namespace the controller enters. The one exception is the
+        bridge's namespace (dockerd's), checked the same way: still dockerd, still holding the bridge."""
+        if self._bridge is not None and pid == self._bridge.pid:
+            return self._is_bridge_holder(pid, self._bridge.name)
         container_id = self._ids_by_pid.get(pid)
         if container_id is None:
             self.list()

@@ -22,7 +22,6 @@ from .params import format_rate
 from .plan import Entry
 
 DEV = "eth0"
-CHAIN = "LAGLAB"  # the userspace backend's chain on the receiver's INPUT
 UNSHAPED = 10e9  # the parent class and the default class: 10 gbit
 
 
@@ -37,6 +36,9 @@ class Applied:
 
 class Backend(Protocol):
     name: str
+
+    def attach(self, containers) -> None:
+        """The lab's containers (the userspace backend finds the bridge's namespace through them)."""
 
     def unsupported(self, entry: Entry) -> tuple[str, str] | None: ...
 
@@ -92,18 +94,10 @@ def htb_commands(rates: dict[str | None, float]) -> list[list[str]]:
 
 
 def read_back_kernel(executor: Executor, pid: int) -> dict:
-    """What a container's kernel holds, whichever backend put it there: the LAGLAB chain and its hooks
-    into INPUT, the qdiscs and classes of its device."""
-    chain = executor.run(["iptables", "-S", CHAIN], netns_pid=pid, check=False)
-    hooks = executor.run(["iptables", "-S", "INPUT"], netns_pid=pid, check=False)
+    """What a container's kernel holds, whichever backend put it there: its device's qdiscs and classes."""
     qdisc = executor.run(["tc", "-j", "qdisc", "show", "dev", DEV], netns_pid=pid, check=False)
     classes = executor.run(["tc", "-j", "class", "show", "dev", DEV], netns_pid=pid, check=False)
-    return {
-        "iptables": [line for line in chain.splitlines() if line.startswith("-A ")],
-        "input_hooks": sum(1 for line in hooks.splitlines() if line.strip() == f"-A INPUT -j {CHAIN}"),
-        "qdiscs": _json_or_empty(qdisc),
-        "classes": _json_or_empty(classes),
-    }
+    return {"qdiscs": _json_or_empty(qdisc), "classes": _json_or_empty(classes)}
 
 
 def _json_or_empty(text: str) -> list:

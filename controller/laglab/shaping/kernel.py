@@ -17,6 +17,9 @@ from .plan import EgressPlan, Entry, build_egress
 class KernelBackend:
     name = "kernel"
 
+    def attach(self, containers) -> None:
+        """Everything it shapes is in the containers' own namespaces."""
+
     @staticmethod
     def unsupported(entry: Entry) -> tuple[str, str] | None:
         if entry.direction != "egress":
@@ -132,7 +135,7 @@ class KernelBackend:
 
     @staticmethod
     def read_back(executor: Executor, service: str, pid: int, applied: Applied | None) -> dict:
-        return {**read_back_kernel(executor, pid), "worker": None}
+        return {**read_back_kernel(executor, pid), "iptables": [], "hooks": 0, "worker": None}
 
     @staticmethod
     def healthy() -> bool:

@@ -38,6 +38,7 @@ class ShapingManager:
         self.containers = containers
         self.executor = executor
         self.backend = backend
+        backend.attach(containers)
         self.state_path = Path(state_path)
         self.entries: dict[tuple[str, str | None], Entry] = {}
         self.applied: dict[str, Applied] = {}

@@ -57,6 +57,8 @@ class Hold:
 class NamespacePlan:
     hold: dict[str, Hold] = field(default_factory=dict)  # source ip or "*" -> impairments
     rates: dict[str | None, float] = field(default_factory=dict)  # destination ip or None -> bits/s
+    address: str | None = None  # the container's own address on the lab network
+    queue: int = 0  # the userspace backend's NFQUEUE number for packets to this container
 
     def add_hold(self, source: str, hold: Hold) -> None:
         self.hold[source] = self.hold[source].plus(hold) if source in self.hold else hold
@@ -74,7 +76,7 @@ def hold_of(shaping: Shaping) -> Hold | None:
 def build(entries: list[Entry], ips: dict[str, str]) -> dict[str, NamespacePlan]:
     """service -> plan, for every service in `ips` (service -> address on the lab network).
     Entries naming a service or peer that is not running are skipped (re-applied when it runs)."""
-    plans = {service: NamespacePlan() for service in ips}
+    plans = {service: NamespacePlan(address=ip) for service, ip in ips.items()}
     for entry in sorted(entries, key=lambda e: (e.service, e.peer or "")):
         if entry.service not in ips or (entry.peer is not None and entry.peer not in ips):
             continue

@@ -1,7 +1,21 @@
-"""The userspace backend (kernels without sch_netem): delay, jitter and loss by an NFQUEUE worker
-(nfqueue.py) on the RECEIVER's INPUT (iptables chain LAGLAB, matched by source address): holding
-packets on the sender's egress would starve TCP (TCP Small Queues). Rates by htb on the sender.
-The backend owns its workers: one per receiving container, settings changed in place over a pipe."""
+"""The userspace backend (kernels without sch_netem): delay, jitter and loss by NFQUEUE workers
+(nfqueue.py) holding packets ON THE LAB'S BRIDGE, in the namespace that holds it (dockerd's), where
+br_netfilter shows every packet between two lab containers to iptables. Rates by htb on the sender.
+
+Why there (measured, see the README's Backends section): on the sender's egress TCP Small Queues
+starves TCP; on the receiver's INPUT the kernel has already time-stamped the packet, so plain ping and
+tcpdump in the receiver do not see the delay; in FORWARD (after conntrack) a new flow's second packet
+clashes with its first one's unconfirmed conntrack entry. In the raw table's PREROUTING, before
+conntrack, the packet has not reached the receiver's namespace at all: every tool sees the delay.
+
+Layout in the bridge's namespace: one chain `LAGLAB-<crc32(project)>` in the raw table, hooked into
+PREROUTING for the lab's bridge only; per receiver, rules matched on source and destination send its
+packets to the receiver's own queue (a number derived from the project and the service, the same after
+a restart); one worker per receiver bound to that queue. `--queue-bypass`: with no worker bound (a
+killed controller) packets pass unshaped, never blackholed. The chain is rewritten whole when it
+differs from what it should be, and removed on a clear, a normal stop and `make down`
+(`python -m laglab.shaping.userspace remove <project>` on the host network).
+"""
 
 from __future__ import annotations
 
@@ -9,22 +23,54 @@ import io
 import json
 import select
 import subprocess
+import sys
+import zlib
 
+from ..containers import Bridge
 from ..executor import Executor
-from .backend import CHAIN, DEV, Applied, htb_commands, read_back_kernel
+from .backend import DEV, Applied, htb_commands, read_back_kernel
 from .params import Shaping
 from .plan import Entry, NamespacePlan, build
 
+QUEUE_BASE, QUEUE_SPAN = 1000, 60000
 
-def iptables_restore_input(plan: NamespacePlan) -> str:
-    """The LAGLAB chain, replaced atomically by `iptables-restore --noflush` (a declared chain is flushed)."""
-    lines = ["*filter", f":{CHAIN} - [0:0]"]
-    for source in sorted(s for s in plan.hold if s != "*"):
-        lines.append(f"-A {CHAIN} -s {source}/32 ! -i lo -j NFQUEUE --queue-num 0 --queue-bypass")
+
+def chain_name(project: str) -> str:
+    return f"LAGLAB-{zlib.crc32(project.encode()):08x}"
+
+
+def queue_numbers(project: str, services: list[str]) -> dict[str, int]:
+    """service -> NFQUEUE number: from crc32(project/service), the next free one on a collision (in
+    sorted order), so a restarted controller binds the same queues."""
+    taken: dict[str, int] = {}
+    used: set[int] = set()
+    for service in sorted(services):
+        number = QUEUE_BASE + zlib.crc32(f"{project}/{service}".encode()) % QUEUE_SPAN
+        while number in used:
+            number = QUEUE_BASE + (number - QUEUE_BASE + 1) % QUEUE_SPAN
+        used.add(number)
+        taken[service] = number
+    return taken
+
+
+def receiver_rules(chain: str, bridge: str, plan: NamespacePlan, queue: int) -> list[str]:
+    """What sends packets to one receiver into its queue: per source address, then any source ("*")."""
+    if not plan.hold or plan.address is None:
+        return []
+    # In the order `iptables -S` prints them, so the read-back compares equal.
+    target = f"-i {bridge} -j NFQUEUE --queue-num {queue} --queue-bypass"
+    out = [
+        f"-A {chain} -s {source}/32 -d {plan.address}/32 {target}"
+        for source in sorted(s for s in plan.hold if s != "*")
+    ]
     if "*" in plan.hold:
-        lines.append(f"-A {CHAIN} ! -i lo -j NFQUEUE --queue-num 0 --queue-bypass")
-    lines.append("COMMIT")
-    return "\n".join(lines) + "\n"
+        out.append(f"-A {chain} -d {plan.address}/32 {target}")
+    return out
+
+
+def restore_input(chain: str, rules: list[str]) -> str:
+    """The chain replaced atomically by `iptables-restore --noflush` (a declared chain is flushed)."""
+    return "\n".join(["*raw", f":{chain} - [0:0]", *rules, "COMMIT"]) + "\n"
 
 
 def worker_rules(plan: NamespacePlan) -> str:
@@ -65,7 +111,23 @@ class UserspaceBackend:
 
     def __init__(self, python: str = "python"):
         self.python = python
-        self.workers: dict[str, tuple[int, subprocess.Popen]] = {}
+        self.workers: dict[str, tuple[int, subprocess.Popen]] = {}  # receiver -> (queue, worker)
+        self.containers = None
+        self.project = "laglab"
+        self.fragments: dict[str, list[str]] = {}  # receiver -> its rules in the chain
+        self.written: str | None = None  # the chain as last written (None: read it back first)
+
+    def attach(self, containers) -> None:
+        """The lab's containers: the project (chain and queue names) and the bridge's namespace."""
+        self.containers = containers
+        self.project = containers.project
+
+    @property
+    def chain(self) -> str:
+        return chain_name(self.project)
+
+    def bridge(self) -> Bridge:
+        return self.containers.bridge()
 
     @staticmethod
     def unsupported(entry: Entry) -> tuple[str, str] | None:
@@ -79,9 +141,11 @@ class UserspaceBackend:
             return "rate", "a rate applies to egress only"
         return None
 
-    @staticmethod
-    def plan(entries: list[Entry], ips: dict[str, str]) -> dict[str, NamespacePlan]:
-        return build(entries, ips)
+    def plan(self, entries: list[Entry], ips: dict[str, str]) -> dict[str, NamespacePlan]:
+        plans = build(entries, ips)
+        for service, number in queue_numbers(self.project, list(plans)).items():
+            plans[service].queue = number
+        return plans
 
     def converge(
         self, executor: Executor, service: str, pid: int, plan: NamespacePlan, previous: Applied | None, force: bool
@@ -89,37 +153,60 @@ class UserspaceBackend:
         if previous is not None and previous.pid != pid:
             previous = None  # restarted container: a new namespace with nothing in it
             self._stop_worker(service)
-        rules, chain = worker_rules(plan), iptables_restore_input(plan)
-        if previous is None or force or previous.state["chain"] != chain:
-            executor.run(["iptables-restore", "--noflush"], netns_pid=pid, stdin=chain)
-            self._ensure_jump(executor, pid)
+        bridge = self.bridge() if plan.hold or self.fragments.get(service) or force else None
+        if bridge is not None:
+            self.fragments[service] = receiver_rules(self.chain, bridge.name, plan, plan.queue)
+            self._write_chain(executor, bridge, force)
+        rules = worker_rules(plan)
         if plan.hold:
-            self._ensure_worker(executor, service, pid, rules)
+            self._ensure_worker(executor, service, bridge, plan.queue, rules)
         else:
             self._stop_worker(service)
         if previous is None or force or previous.plan.rates != plan.rates:
             apply_userspace_tc(executor, pid, plan, None if force else (previous.plan if previous else None))
-        return Applied(pid, plan, {"rules": rules, "chain": chain})
+        return Applied(pid, plan, {"rules": rules, "host": self.fragments.get(service, [])})
 
     def release(self, executor: Executor, service: str, applied: Applied) -> None:
         self._stop_worker(service)
+        if self.fragments.pop(service, None):
+            self._write_chain(executor, self.bridge(), force=False)
 
     @staticmethod
     def carriers(service: str, own_ip: str | None, applied: dict[str, Applied]) -> list[str]:
-        """Its own namespace (rates, ingress holds) and each receiver holding packets from it."""
+        """Its own namespace (rates) and each receiver holding packets from it (or from any source)."""
         return [service] + [s for s, a in applied.items() if s != service and own_ip in a.plan.hold]
 
     def read_back(self, executor: Executor, service: str, pid: int, applied: Applied | None) -> dict:
         worker = self.workers.get(service)
-        return {
-            **read_back_kernel(executor, pid),
-            "worker": None
+        out = read_back_kernel(executor, pid)
+        host = self.host_rules(executor)
+        address = applied.plan.address if applied else None
+        # The rules on the lab's bridge that hold what this service receives, and the hooks into the chain.
+        out["iptables"] = [r for r in host["rules"] if address and f"-d {address}/32 " in r]
+        out["hooks"] = host["hooks"]
+        out["worker"] = (
+            None
             if not worker or worker[1] is None
             else {
                 "pid": worker[1].pid,
+                "queue": worker[0],
                 "running": worker[1].poll() is None,
                 "rules": json.loads(applied.state["rules"]) if applied and applied.state else {},
-            },
+            }
+        )
+        return out
+
+    def host_rules(self, executor: Executor) -> dict:
+        """The chain's rules and the number of PREROUTING hooks into it, as the bridge's namespace holds them."""
+        try:
+            bridge = self.bridge()
+        except RuntimeError:
+            return {"rules": [], "hooks": 0}
+        chain = executor.run(["iptables", "-t", "raw", "-S", self.chain], netns_pid=bridge.pid, check=False)
+        hooks = executor.run(["iptables", "-t", "raw", "-S", "PREROUTING"], netns_pid=bridge.pid, check=False)
+        return {
+            "rules": [line for line in chain.splitlines() if line.startswith("-A ")],
+            "hooks": sum(1 for line in hooks.splitlines() if line.split() == self._hook_spec(bridge, "-A")),
         }
 
     def healthy(self) -> bool:
@@ -129,19 +216,42 @@ class UserspaceBackend:
         for service in list(self.workers):
             self._stop_worker(service)
 
-    # --- the hook and the workers ---
-    @staticmethod
-    def _ensure_jump(executor: Executor, pid: int) -> None:
-        present = executor.run(["iptables", "-S", "INPUT"], netns_pid=pid)
-        jumps = [line for line in present.splitlines() if line.strip() == f"-A INPUT -j {CHAIN}"]
-        if not jumps:
-            executor.run(["iptables", "-I", "INPUT", "1", "-j", CHAIN], netns_pid=pid)
-        for _ in jumps[1:]:  # never two hooks into the chain
-            executor.run(["iptables", "-D", "INPUT", "-j", CHAIN], netns_pid=pid)
+    # --- the chain in the bridge's namespace, and the workers ---
+    def _hook_spec(self, bridge: Bridge, action: str) -> list[str]:
+        return [action, "PREROUTING", "-i", bridge.name, "-j", self.chain]
 
-    def _ensure_worker(self, executor: Executor, service: str, pid: int, rules: str) -> None:
+    def _write_chain(self, executor: Executor, bridge: Bridge, force: bool) -> None:
+        """The chain as every receiver's rules say; no rules at all: no chain and no hook."""
+        rules = [rule for service in sorted(self.fragments) for rule in self.fragments[service]]
+        if not rules:
+            if force or self.written != "":
+                remove_chain(executor, bridge, self.chain)
+                self.written = ""
+            return
+        wanted = restore_input(self.chain, rules)
+        if force or self.written is None:
+            # Read back what the namespace holds (a restarted controller, a chain deleted behind our back).
+            held = self.host_rules(executor)
+            if held["rules"] == rules and held["hooks"] == 1:
+                self.written = wanted
+        if wanted != self.written or force:
+            if wanted != self.written:
+                executor.run(["iptables-restore", "--noflush"], netns_pid=bridge.pid, stdin=wanted)
+                self.written = wanted
+            self._ensure_hook(executor, bridge)
+
+    def _ensure_hook(self, executor: Executor, bridge: Bridge) -> None:
+        present = executor.run(["iptables", "-t", "raw", "-S", "PREROUTING"], netns_pid=bridge.pid)
+        hooks = [line for line in present.splitlines() if line.split() == self._hook_spec(bridge, "-A")]
+        if not hooks:
+            executor.run(["iptables", "-t", "raw", *self._hook_spec(bridge, "-I")[:2], "1",
+                          *self._hook_spec(bridge, "-I")[2:]], netns_pid=bridge.pid)  # fmt: skip
+        for _ in hooks[1:]:  # never two hooks into the chain
+            executor.run(["iptables", "-t", "raw", *self._hook_spec(bridge, "-D")], netns_pid=bridge.pid)
+
+    def _ensure_worker(self, executor: Executor, service: str, bridge: Bridge, queue: int, rules: str) -> None:
         current = self.workers.get(service)
-        if current and current[0] == pid and current[1] is not None and current[1].poll() is None:
+        if current and current[0] == queue and current[1] is not None and current[1].poll() is None:
             try:
                 current[1].stdin.write(rules + "\n")
                 current[1].stdin.flush()
@@ -150,9 +260,11 @@ class UserspaceBackend:
                 pass
         self._stop_worker(service)
         proc = executor.spawn(
-            [self.python, "-m", "laglab.shaping.nfqueue", "--queue", "0", "--rules", rules], pid, talks=True
+            [self.python, "-m", "laglab.shaping.nfqueue", "--queue", str(queue), "--rules", rules],
+            bridge.pid,
+            talks=True,
         )
-        self.workers[service] = (pid, proc)
+        self.workers[service] = (queue, proc)
         try:
             _wait_ready(proc, self.READY_TIMEOUT)
         except OSError:
@@ -173,3 +285,29 @@ class UserspaceBackend:
         finally:
             if proc.stdout is not None:
                 proc.stdout.close()
+
+
+def remove_chain(executor: Executor, bridge: Bridge | None, chain: str) -> None:
+    """Every hook into the chain (whatever bridge it names), then the chain itself."""
+    pid = bridge.pid if bridge is not None else None
+    hooks = executor.run(["iptables", "-t", "raw", "-S", "PREROUTING"], netns_pid=pid, check=False)
+    for line in hooks.splitlines():
+        words = line.split()
+        if words[:2] == ["-A", "PREROUTING"] and words[-2:] == ["-j", chain]:
+            executor.run(["iptables", "-t", "raw", "-D", *words[1:]], netns_pid=pid, check=False)
+    executor.run(["iptables", "-t", "raw", "-F", chain], netns_pid=pid, check=False)
+    executor.run(["iptables", "-t", "raw", "-X", chain], netns_pid=pid, check=False)
+
+
+def main(argv: list[str]) -> int:
+    """`python -m laglab.shaping.userspace remove <project>`: run by `make down` in a one-off container on
+    the host's network (the bridge's namespace), so nothing of the lab stays in the host's iptables."""
+    if len(argv) != 2 or argv[0] != "remove":
+        print("usage: python -m laglab.shaping.userspace remove <compose project>", file=sys.stderr)
+        return 2
+    remove_chain(Executor(), None, chain_name(argv[1]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -5,10 +5,13 @@ machinery back (its NFQUEUE chain, its workers) say so with the `userspace` fixt
 
 import concurrent.futures
 import datetime
+import re
 import subprocess
 import time
 
 import pytest
+
+from laglab.shaping.userspace import chain_name
 
 from .conftest import ROOT, wait_until
 
@@ -143,6 +146,17 @@ def test_a_container_outside_the_project_is_not_found(api, settings):
             subprocess.run(["docker", "rm", "-f", name], capture_output=True, check=False)
 
 
+def bridge_chain(settings) -> dict:
+    """The userspace backend's chain as the bridge's namespace (the host's, here) holds it."""
+    chain = chain_name(settings.COMPOSE_PROJECT_NAME)
+    rules = subprocess.run(["iptables", "-t", "raw", "-S", chain], capture_output=True, text=True).stdout
+    hooks = subprocess.run(["iptables", "-t", "raw", "-S", "PREROUTING"], capture_output=True, text=True).stdout
+    return {
+        "rules": [line for line in rules.splitlines() if line.startswith("-A ")],
+        "hooks": sum(1 for line in hooks.splitlines() if line.endswith(f"-j {chain}")),
+    }
+
+
 def kernel_of(api, service):
     return api.get(f"/api/shaping/{service}").json()["kernel"][service]
 
@@ -168,7 +182,7 @@ def test_restarted_container_gets_its_shaping_back_within_2s(api, compose, setti
             kernel["worker"]
             and kernel["worker"]["pid"] != old_worker
             and len(kernel["iptables"]) == 1
-            and kernel["input_hooks"] == 1
+            and kernel["hooks"] == 1
         )
 
     wait_until(reapplied, 10, 0.05, "shaping back on the restarted target")
@@ -187,23 +201,31 @@ def docker_time(text: str) -> float:
     return whole.timestamp() + float("0." + (frac or "0"))
 
 
-def test_controller_kill_9_then_restart_leaves_exactly_the_desired_rules(api, compose, userspace):
+def test_controller_kill_9_leaves_traffic_flowing_and_a_restart_exactly_the_desired_rules(
+    api, compose, settings, userspace
+):
     assert put(api, "mysql-source", {"delay": "30ms", "peer": "mysql-target"}).status_code == 200
     assert put(api, "loadgen", {"delay": "20ms", "rate": "50mbit"}).status_code == 200
     before = {s: kernel_of(api, s) for s in ("mysql-target", "mysql-source", "loadgen")}
     assert worker_processes() == 2  # mysql-target (from source and loadgen) and mysql-source (from loadgen)
+    chain_before = bridge_chain(settings)
+    assert len(chain_before["rules"]) >= 3 and chain_before["hooks"] == 1, chain_before
     compose("kill", "-s", "KILL", "controller")
+    # Nobody reads the queues now: --queue-bypass lets the packets through unshaped, never blackholed.
+    assert bridge_chain(settings) == chain_before  # the rules stayed; they hold nothing now
+    out = compose("exec", "-T", "loadgen", "ping", "-n", "-c", "20", "-i", "0.05", "-W", "2", "mysql-target").stdout
+    assert " 0% packet loss" in out, out
+    assert max(float(t) for t in re.findall(r"time=([\d.]+) ms", out)) < 5, out
     compose("up", "-d", "--wait", "controller", timeout=180)
     wait_until(lambda: api.get("/api/health").status_code == 200, 60, 0.5, "controller back")
     after = {s: kernel_of(api, s) for s in before}
     for service, kernel in after.items():
         assert kernel["iptables"] == before[service]["iptables"], service
-        assert kernel["input_hooks"] == (1 if before[service]["iptables"] or before[service]["input_hooks"] else 0), (
-            service
-        )
+        assert kernel["hooks"] == before[service]["hooks"] == 1, service  # one hook into the chain, never two
         assert [q["kind"] for q in kernel["qdiscs"]] == [q["kind"] for q in before[service]["qdiscs"]], service
         assert (kernel["worker"] is None) == (before[service]["worker"] is None), service
     assert worker_processes() == 2
+    assert bridge_chain(settings) == chain_before  # reconciled: the same rules, one hook, nothing twice
     rtt = verify(api, "mysql-source", "mysql-target", count=20, seconds=1)["measured"]["rtt"]
     assert 29 <= rtt["median_ms"] <= 33
 
@@ -263,21 +285,14 @@ def test_link_counters_match_iperf3(api, settings):
 
 def test_normal_stop_clears_the_kernel_and_start_restores_it(api, compose, settings, userspace):
     assert put(api, "mysql-source", {"delay": "25ms", "peer": "mysql-target"}).status_code == 200
-    container = f"{settings.COMPOSE_PROJECT_NAME}-mysql-target-1"
-    pid = subprocess.run(
-        ["docker", "inspect", "-f", "{{.State.Pid}}", container], capture_output=True, text=True, check=True
-    ).stdout.strip()
 
     def chain_rules() -> list[str]:
-        out = subprocess.run(
-            ["nsenter", f"--target={pid}", "--net", "--", "iptables", "-S", "LAGLAB"], capture_output=True, text=True
-        )
-        return [line for line in out.stdout.splitlines() if line.startswith("-A ")]
+        return bridge_chain(settings)["rules"]
 
     assert len(chain_rules()) == 1
     compose("stop", "controller", timeout=120)
     try:
-        assert chain_rules() == [], "a normal stop clears what the controller applied"
+        assert bridge_chain(settings) == {"rules": [], "hooks": 0}, "a normal stop clears what the controller applied"
         assert worker_processes() == 0
     finally:
         compose("up", "-d", "--wait", "controller", timeout=180)

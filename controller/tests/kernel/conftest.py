@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from laglab.containers import LabContainer
+from laglab.containers import Bridge, LabContainer
 from laglab.executor import Executor
 from laglab.shaping import backends
 from laglab.shaping.manager import ShapingManager
+from laglab.shaping.userspace import chain_name
 from laglab.stats import percentile
 
 from ..polling import wait_until  # noqa: F401 - the suite imports it from here
@@ -48,10 +49,14 @@ def sh(*argv: str, check: bool = True, timeout: float = 120) -> str:
 
 
 class Namespaces:
-    """service -> LabContainer for namespaces on a bridge: what Containers gives from the Docker API."""
+    """service -> LabContainer for namespaces on a bridge: what Containers gives from the Docker API.
+    The bridge is in the guest's root namespace, held by a sleeping process as dockerd holds the lab's."""
+
+    project = "laglab"
 
     def __init__(self):
         self.holders: dict[str, subprocess.Popen] = {}
+        self.root = subprocess.Popen(["sleep", "1000000"])  # the bridge's namespace (dockerd's in the lab)
         sh("ip", "link", "add", BRIDGE, "type", "bridge", check=False)
         sh("ip", "addr", "add", "10.77.0.1/24", "dev", BRIDGE, check=False)
         sh("ip", "link", "set", BRIDGE, "up")
@@ -100,7 +105,10 @@ class Namespaces:
         }
 
     def owns(self, pid: int) -> bool:
-        return any(p.pid == pid and p.poll() is None for p in self.holders.values())
+        return any(p.pid == pid and p.poll() is None for p in [*self.holders.values(), self.root])
+
+    def bridge(self) -> Bridge:
+        return Bridge(BRIDGE, self.root.pid)
 
     def pid(self, service: str) -> int:
         return self.holders[service].pid
@@ -109,6 +117,8 @@ class Namespaces:
         for service in list(self.holders):
             self.destroy(service)
         sh("ip", "link", "del", BRIDGE, check=False)
+        self.root.kill()
+        self.root.wait()
 
 
 @pytest.fixture(scope="session")
@@ -141,6 +151,17 @@ def manager(backend, namespaces, tmp_path):
 
 
 # --- measuring, from inside the namespaces ---
+def bridge_rules(chain: str = "") -> dict:
+    """The userspace backend's chain in the bridge's namespace and the PREROUTING hooks into it."""
+    chain = chain or chain_name(Namespaces.project)
+    rules = sh("iptables", "-t", "raw", "-S", chain, check=False)
+    hooks = sh("iptables", "-t", "raw", "-S", "PREROUTING", check=False)
+    return {
+        "rules": [line for line in rules.splitlines() if line.startswith("-A ")],
+        "hooks": sum(1 for line in hooks.splitlines() if line.endswith(f"-j {chain}")),
+    }
+
+
 def ns_exec(service: str, *argv: str, timeout: float = 120, check: bool = False) -> str:
     return sh("ip", "netns", "exec", f"ns-{service}", *argv, timeout=timeout, check=check)
 

@@ -8,10 +8,13 @@ mount -t tmpfs run /run
 mkdir -p /repo /var/run/netns
 mount -t hostfs none /repo -o "$LAGLAB_REPO"
 for module in sch_netem sch_htb sch_tbf sch_ingress cls_u32 act_mirred ifb veth bridge br_netfilter \
-    nf_tables nft_compat x_tables xt_NFQUEUE nfnetlink_queue xt_tcpudp xt_comment ip_tables iptable_filter; do
+    nf_tables nft_compat x_tables xt_NFQUEUE nfnetlink_queue xt_tcpudp xt_comment ip_tables iptable_filter \
+    iptable_raw; do
   modprobe "$module" 2>/dev/null || echo "init: modprobe $module failed"
 done
 ip link set lo up
+# What Docker's hosts have: bridged IPv4 passes iptables (the userspace backend holds packets there).
+echo 1 >/proc/sys/net/bridge/bridge-nf-call-iptables
 # This UML kernel's nf_tables has no ipv4 tables (TABLE_ADD: Operation not supported); x_tables has
 # everything the userspace backend uses (filter, NFQUEUE), so iptables here is the legacy one.
 update-alternatives --set iptables /usr/sbin/iptables-legacy >/dev/null 2>&1

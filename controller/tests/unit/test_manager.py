@@ -2,11 +2,12 @@
 
 import pytest
 
-from laglab.containers import LabContainer
+from laglab.containers import Bridge, LabContainer
 from laglab.executor import Executor
 from laglab.shaping import backends
 from laglab.shaping.manager import ShapingError, ShapingManager
 from laglab.shaping.params import parse_request
+from laglab.shaping.userspace import chain_name, queue_numbers
 
 LAB = {
     "mysql-source": LabContainer("mysql-source", "laglab-mysql-source-1", "a" * 64, 1001, "10.0.0.2", True),
@@ -16,11 +17,16 @@ LAB = {
 
 
 class FakeContainers:
+    project = "laglab"
+
     def __init__(self, lab):
         self.lab = dict(lab)
 
     def list(self):
         return dict(self.lab)
+
+    def bridge(self):
+        return Bridge("br-lab0", 999)  # dockerd's namespace, where the lab's bridge is
 
 
 def manager(backend, tmp_path, lab=LAB):
@@ -67,14 +73,25 @@ def test_kernel_backend_refuses_ingress_with_422(tmp_path):
     assert caught.value.status == 422
 
 
-def test_userspace_backend_holds_at_the_receiver_and_reapplies_nothing_twice(tmp_path):
+def test_userspace_backend_holds_on_the_bridge_and_reapplies_nothing_twice(tmp_path):
     m = manager(backends.UserspaceBackend(), tmp_path)
     m.put("mysql-source", parse_request({"delay": "50ms", "peer": "mysql-target"}))
-    ran = [argv for argv in m.executor.ran if argv[4:5] != ["iptables"] or argv[5:6] != ["-S"]]
-    assert ns(1002, "iptables-restore", "--noflush") in ran
-    assert ns(1002, "iptables", "-I", "INPUT", "1", "-j", "LAGLAB") in ran
-    worker = next(argv for argv in ran if "laglab.shaping.nfqueue" in argv)
-    assert worker[:4] == ["nsenter", "--target=1002", "--net", "--"]
+    chain = chain_name("laglab")
+    reads = (["-S", chain], ["-S", "PREROUTING"])
+    ran = [argv for argv in m.executor.ran if argv[-2:] not in reads and argv[4:6] != ["tc", "-j"]]  # changes only
+    queue = queue_numbers("laglab", ["mysql-source", "mysql-target"])["mysql-target"]
+    on_bridge = [argv for argv in ran if argv[1] == "--target=999"]
+    assert on_bridge[:2] == [
+        ns(999, "iptables-restore", "--noflush"),
+        ns(999, "iptables", "-t", "raw", "-I", "PREROUTING", "1", "-i", "br-lab0", "-j", chain),
+    ]
+    assert on_bridge[2][4:] == ["python", "-m", "laglab.shaping.nfqueue", "--queue", str(queue), "--rules",
+                                on_bridge[2][-1]]  # fmt: skip
+    # No hold in the containers; with no rate their devices are only made sure to have no htb.
+    assert [argv for argv in ran if argv not in on_bridge] == [
+        ns(1001, "tc", "qdisc", "del", "dev", "eth0", "root"),
+        ns(1002, "tc", "qdisc", "del", "dev", "eth0", "root"),
+    ]
     m.executor.ran.clear()
     m.apply()  # same desired state, same namespaces: nothing to do
     assert m.executor.ran == []

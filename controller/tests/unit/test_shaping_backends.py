@@ -6,6 +6,7 @@ from laglab.executor import Executor, in_netns
 from laglab.shaping import backends
 from laglab.shaping.params import Shaping
 from laglab.shaping.plan import Entry, Hold, build
+from laglab.shaping.userspace import chain_name, queue_numbers
 
 IPS = {"mysql-source": "10.0.0.2", "mysql-target": "10.0.0.3", "loadgen": "10.0.0.4"}
 
@@ -39,9 +40,15 @@ def test_userspace_golden_chain_and_rules():
     plans = build(
         [Entry("mysql-source", "mysql-target", "egress", Shaping(delay=0.125, jitter=0.005, loss=0.005))], IPS
     )
-    assert backends.iptables_restore_input(plans["mysql-target"]) == (
-        "*filter\n:LAGLAB - [0:0]\n-A LAGLAB -s 10.0.0.2/32 ! -i lo -j NFQUEUE --queue-num 0 --queue-bypass\nCOMMIT\n"
+    rules = backends.receiver_rules("LAGLAB-1", "br-lab0", plans["mysql-target"], 4242)
+    assert backends.restore_input("LAGLAB-1", rules) == (
+        "*raw\n:LAGLAB-1 - [0:0]\n"
+        "-A LAGLAB-1 -s 10.0.0.2/32 -d 10.0.0.3/32 -i br-lab0 -j NFQUEUE --queue-num 4242 --queue-bypass\nCOMMIT\n"
     )
+    ingress = build([Entry("mysql-target", None, "ingress", Shaping(delay=0.01))], IPS)["mysql-target"]
+    assert backends.receiver_rules("LAGLAB-1", "br-lab0", ingress, 7) == [
+        "-A LAGLAB-1 -d 10.0.0.3/32 -i br-lab0 -j NFQUEUE --queue-num 7 --queue-bypass"
+    ]
     assert json.loads(backends.worker_rules(plans["mysql-target"])) == {
         "10.0.0.2": {"delay": 0.125, "jitter": 0.005, "loss": 0.005, "distribution": "uniform"}
     }
@@ -130,3 +137,12 @@ def test_in_place_rate_change_uses_class_change():
         executor, 4242, NamespacePlan(rates={"10.0.0.3": 5e6}), NamespacePlan(rates={None: 2e6})
     )
     assert executor.ran[0][4:] == ["tc", "qdisc", "del", "dev", "eth0", "root"]
+
+
+def test_queue_numbers_are_stable_distinct_and_per_project():
+    services = ["mysql-source", "mysql-target", "loadgen"]
+    first = queue_numbers("laglab", services)
+    assert first == queue_numbers("laglab", list(reversed(services)))  # the same after a restart
+    assert len(set(first.values())) == 3 and all(1000 <= q < 61000 for q in first.values())
+    assert first != queue_numbers("other", services)
+    assert chain_name("laglab") != chain_name("other") and len(chain_name("laglab")) <= 28

@@ -1,0 +1,132 @@
+"""Shaping as a support engineer checks it, with the tools they use and nothing of the lab's own:
+plain `ping` (the kernel's receive timestamp, no -U) from inside the containers, `tcpdump` in the
+receiving container's namespace against one in the sender's (one-way delay from the two captures of
+the same packets), and TCP throughput under delay (8 streams, and one stream window-bound rather than
+collapsed). Whichever backend runs; on this project's machines the userspace one."""
+
+import re
+import statistics
+import subprocess
+
+import pytest
+
+from laglab.capture import Capture, one_way_ms
+from laglab.stats import percentile
+
+
+@pytest.fixture(autouse=True)
+def clean(api):
+    api.delete("/api/shaping", timeout=60)
+    yield
+    api.delete("/api/shaping", timeout=60)
+
+
+def put(api, service, body):
+    response = api.put(f"/api/shaping/{service}", json=body, timeout=60)
+    assert response.status_code == 200, response.text
+
+
+def plain_ping(settings, src: str, dst: str, count: int = 100) -> list[float]:
+    """Plain ping (no -U) from `src`'s network namespace: a throw-away container sharing it, since the
+    server images have no ping (what a support engineer does with netshoot)."""
+    argv = ["docker", "run", "--rm", "--network", f"container:{settings.COMPOSE_PROJECT_NAME}-{src}-1",
+            "laglab/loadgen:dev", "ping", "-n", "-c", str(count), "-i", "0.02", "-W", "3", dst]  # fmt: skip
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False).stdout
+    times = [float(t) for t in re.findall(r"time=([\d.]+) ms", out)]
+    assert len(times) == count, out[-500:]
+    return times
+
+
+# The tail: a Python worker on a 2-core machine that also runs the lab's servers, recorder and load
+# sees one or two pings in 100 come 1-9 ms late (scheduling; seen: 63.3 and 69.2 ms for 60 asked).
+# The fidelity target itself (p99 within 1 ms or 2 %) is bench-shaping's to measure and print; here
+# the median holds the target and the p95 a margin of 1 ms, so the test fails on a real regression (a
+# hold point that plain ping does not see reads ~0.1 ms), not on a busy CI machine.
+TAIL_MARGIN_MS = 1.0
+
+
+def within(times: list[float], asked: float) -> None:
+    """Median within 1 ms or 2 % of what was asked (ping prints whole ms >= 100), p95 within that and
+    the tail margin, and none early."""
+    allowed = max(1.0, 0.02 * asked)
+    median, p95 = statistics.median(times), percentile(times, 95)
+    assert abs(median - asked) <= allowed, (median, sorted(times)[:3], sorted(times)[-5:])
+    assert abs(p95 - asked) <= allowed + TAIL_MARGIN_MS, (p95, sorted(times)[-5:])
+    assert min(times) >= asked - allowed, sorted(times)[:3]
+
+
+def test_plain_ping_sees_a_service_delay_from_every_container(api, settings):
+    put(api, "mysql-target", {"delay": "60ms"})  # everything mysql-target sends, its echo replies too
+    for src in ("loadgen", "mysql-source"):
+        within(plain_ping(settings, src, "mysql-target"), 60.0)
+    unshaped = plain_ping(settings, "loadgen", "mysql-source", count=20)
+    assert statistics.median(unshaped) < 2.0, "a service's delay stays on that service's packets"
+
+
+def test_plain_ping_sees_a_link_delay_both_ways(api, settings):
+    put(api, "loadgen", {"delay": "30ms", "peer": "mysql-target"})
+    put(api, "mysql-target", {"delay": "30ms", "peer": "loadgen"})
+    within(plain_ping(settings, "loadgen", "mysql-target"), 60.0)
+    assert statistics.median(plain_ping(settings, "loadgen", "mysql-source", count=20)) < 2.0
+
+
+def test_tcpdump_in_the_receiver_sees_the_packets_arrive_late(api, settings):
+    put(api, "loadgen", {"delay": "40ms", "peer": "mysql-target"})  # loadgen -> mysql-target only
+    captures = [
+        Capture(f"{settings.COMPOSE_PROJECT_NAME}-{service}-1", 15).start() for service in ("loadgen", "mysql-target")
+    ]
+    plain_ping(settings, "loadgen", "mysql-target", count=100)
+    sent, arrived = (c.echo_times() for c in captures)
+    one_way = one_way_ms(sent, arrived)
+    assert len(one_way) >= 95, (len(sent), len(arrived))
+    within(one_way, 40.0)
+
+
+def test_tcp_keeps_its_throughput_under_delay(api):
+    put(api, "loadgen", {"delay": "50ms", "peer": "mysql-target"})
+    put(api, "mysql-target", {"delay": "50ms", "peer": "loadgen"})
+
+    def verify(streams):
+        body = {"from": "loadgen", "to": "mysql-target", "count": 20, "seconds": 5, "streams": streams}
+        response = api.post("/api/verify", json=body, timeout=180)
+        assert response.status_code == 200, response.text
+        return response.json()["measured"]
+
+    eight = verify(8)
+    assert abs(eight["rtt"]["median_ms"] - 100) <= 2.0, eight["rtt"]
+    assert eight["forward_mbit"] >= 1000, eight  # 8 streams through the workers at 100 ms RTT
+    one = verify(1)
+    # One stream is bound by its window at 100 ms (hundreds of Mbit/s here), not collapsed as a hold on
+    # the sender's egress collapses it (TCP Small Queues: 0.4 Mbit/s).
+    assert one["forward_mbit"] >= 100, one
+
+
+def test_make_downs_removal_leaves_no_rule_of_the_project_on_the_host():
+    """What `make down` runs after the containers are gone (scripts/down), for a project whose
+    controller was killed while shaping: its chain and every hook into it go, other rules stay."""
+    from laglab.shaping.userspace import chain_name
+
+    chain, other = chain_name("laglab-it-down"), chain_name("laglab-it-other")
+
+    def raw(*argv):
+        return subprocess.run(["iptables", "-t", "raw", *argv], capture_output=True, text=True, check=True).stdout
+
+    for name in (chain, other):
+        raw("-N", name)
+        raw("-A", name, "-i", "br-it0", "-d", "10.99.0.3/32", "-j", "NFQUEUE", "--queue-num", "5", "--queue-bypass")
+        raw("-I", "PREROUTING", "1", "-i", "br-it0", "-j", name)
+    raw("-I", "PREROUTING", "1", "-i", "br-it1", "-j", chain)  # two hooks, as a crash could leave
+    try:
+        subprocess.run(
+            ["docker", "run", "--rm", "--network", "host", "--cap-add", "NET_ADMIN", "laglab/controller:dev",
+             "python", "-m", "laglab.shaping.userspace", "remove", "laglab-it-down"],
+            check=True, capture_output=True, timeout=120,
+        )  # fmt: skip
+        listed = raw("-S")
+        assert chain not in listed, listed
+        assert f"-A PREROUTING -i br-it0 -j {other}" in listed and f"-N {other}" in listed
+    finally:
+        subprocess.run(["docker", "run", "--rm", "--network", "host", "--cap-add", "NET_ADMIN",
+                        "laglab/controller:dev", "python", "-m", "laglab.shaping.userspace", "remove",
+                        "laglab-it-other"], capture_output=True, timeout=120, check=False)  # fmt: skip
+        assert other not in raw("-S")
