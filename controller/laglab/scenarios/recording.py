@@ -55,20 +55,48 @@ class RunningSlope:
 
 @dataclass
 class _LinkBytes:
-    first_epoch: float
-    last_epoch: float
-    last_count: int
-    total: int = 0
+    """A link's byte counter around the measured window, read once a second: interpolated at the
+    window's start (the load runs through it), read at the first sample after its end (the load stops
+    there), so the counters' slack either side never dilutes the rate. Wraps and resets count from zero."""
 
-    def add(self, epoch: float, count: int) -> None:
-        self.total += counter_delta(self.last_count, count)
-        self.last_epoch, self.last_count = epoch, count
+    start: float
+    epoch: float  # the newest sample
+    count: int  # its raw counter
+    total: int = 0  # bytes counted since the first sample
+    at_start: tuple[float, float] | None = None  # (epoch, bytes) where the window starts
+    at_end: tuple[float, float] | None = None
+
+    def __post_init__(self):
+        if self.epoch >= self.start:
+            self.at_start = (self.epoch, 0.0)
+
+    def add(self, epoch: float, count: int, end: float | None) -> None:
+        before = (self.epoch, self.total)
+        self.total += counter_delta(self.count, count)
+        self.epoch, self.count = epoch, count
+        if self.at_start is None and epoch >= self.start:
+            self.at_start = (self.start, _between(before, (epoch, self.total), self.start))
+        if end is not None and self.at_end is None and epoch >= end:
+            # The window ends when the load does: what the link counted after `end` is the tail of the
+            # load's last second, not idle time, so the first reading after it closes the window.
+            self.at_end = (end, self.total)
 
     @property
     def mbit(self) -> float | None:
-        if self.last_epoch <= self.first_epoch:
+        if self.at_start is None:
             return None
-        return round(self.total * 8 / 1e6 / (self.last_epoch - self.first_epoch), 4)
+        (t0, b0), (t1, b1) = self.at_start, self.at_end or (self.epoch, self.total)
+        if t1 <= t0:
+            return None
+        return round((b1 - b0) * 8 / 1e6 / (t1 - t0), 4)
+
+
+def _between(a: tuple[float, float], b: tuple[float, float], t: float) -> float:
+    """The counter at time t, on the line from sample a to sample b (t within them)."""
+    (ta, va), (tb, vb) = a, b
+    if tb <= ta or t <= ta:
+        return va
+    return va + (vb - va) * min(1.0, (t - ta) / (tb - ta))
 
 
 class PointRecording:
@@ -141,9 +169,9 @@ class PointRecording:
             return
         current = self._bytes.get(pair)
         if current is None:
-            self._bytes[pair] = _LinkBytes(epoch, epoch, count)
+            self._bytes[pair] = _LinkBytes(self.start, epoch, count)
         else:
-            current.add(epoch, count)
+            current.add(epoch, count, self.end)
 
     # --- the point's phases ---
     def measure_from(self, start: float) -> None:
