@@ -46,6 +46,8 @@ class KernelBackend:
                     args += ["distribution", s.distribution]
         if s.loss:
             args += ["loss", f"{s.loss * 100:g}%"]
+            if s.correlation:
+                args += [f"{s.correlation * 100:g}%"]
         if s.duplicate:
             args += ["duplicate", f"{s.duplicate * 100:g}%"]
         if s.corrupt:

@@ -2,10 +2,12 @@
 
 Runs inside one receiving container's network namespace (started by the executor through nsenter),
 bound to queue 0 of that namespace. Packets reach it from INPUT rules matched on their source
-address; each source has its own delay, jitter and loss, read as JSON lines on stdin
-(`{"10.1.0.2": {"delay": 0.1, "jitter": 0.0, "loss": 0.0, "distribution": "uniform"}, "*": {...}}`)
-and changed in place without dropping a packet. Packets from one source leave in the order they came
-(jitter never reorders; TCP on a reordering link measures the reordering, not the latency).
+address; each source has its own delay, jitter (uniform, normal, pareto, paretonormal), loss, correlation and
+reorder, read as JSON lines on stdin (`{"10.1.0.2": {"delay": 0.1, "jitter": 0.0, "loss": 0.0,
+"distribution": "uniform", "correlation": 0.0, "reorder": 0.0}, "*": {...}}`) and changed in place
+without dropping a packet. Held packets from one source leave in the order they came (jitter never
+reorders; TCP on a reordering link measures the reordering, not the latency); `reorder` is the share
+sent at once, ahead of them, as netem's.
 
 Pure Python over a raw netlink socket (nfnetlink_queue): one non-blocking loop, select() with a
 timeout to the next due packet, verdicts for all due packets sent in one datagram.
@@ -22,6 +24,7 @@ import os
 import random
 import select
 import socket
+import statistics
 import struct
 import sys
 import time
@@ -121,23 +124,64 @@ def parse_packets(data: bytes):
         offset += (length + 3) & ~3
 
 
-class Rule:
-    __slots__ = ("delay", "distribution", "jitter", "loss")
+_STANDARD = statistics.NormalDist()
 
-    def __init__(self, delay=0.0, jitter=0.0, loss=0.0, distribution="uniform"):
-        self.delay, self.jitter, self.loss, self.distribution = (
-            float(delay),
-            float(jitter),
-            float(loss),
-            distribution or "uniform",
-        )
+
+def _normal(u: float) -> float:
+    return _STANDARD.inv_cdf(min(max(u, 1e-9), 1 - 1e-9))
+
+
+def _pareto(u: float) -> float:
+    """Pareto with alpha 3 (iproute2's pareto table), in standard deviations from its mean."""
+    x = (1.0 - min(u, 1 - 1e-9)) ** (-1 / 3)
+    return (x - 1.5) / 0.75**0.5
+
+
+# A draw u in [0, 1) -> offset in units of the jitter, cut at 4 sigma as netem's tables are.
+DISTRIBUTIONS = {
+    "uniform": lambda u: 2.0 * u - 1.0,
+    "normal": _normal,
+    "pareto": _pareto,
+    # iproute2 builds this table as a quarter normal and three quarters pareto.
+    "paretonormal": lambda u: 0.25 * _normal(u) + 0.75 * _pareto(u),
+}
+
+
+class Rule:
+    """One source's impairments. With `correlation` c, successive draws lean on each other, separately
+    for jitter, loss and reorder: a Gaussian AR(1) (z = c * z_prev + sqrt(1 - c^2) * N(0, 1)) mapped
+    back to a uniform draw, so the asked loss ratio, reorder share and jitter spread hold whatever c
+    is. (netem's own `(1 - c) * random + c * last` squeezes the draws towards the middle: a correlated
+    20 % loss drops far fewer than 20 %.)"""
+
+    __slots__ = ("correlation", "delay", "distribution", "jitter", "last", "loss", "reorder")
+
+    def __init__(self, delay=0.0, jitter=0.0, loss=0.0, distribution="uniform", correlation=0.0, reorder=0.0):
+        self.delay, self.jitter, self.loss = float(delay), float(jitter), float(loss)
+        self.distribution = distribution or "uniform"
+        self.correlation, self.reorder = float(correlation), float(reorder)
+        self.last = {"jitter": 0.0, "loss": 0.0, "reorder": 0.0}  # the previous z of each draw
+
+    def draw(self, rng: random.Random, what: str) -> float:
+        if not self.correlation:
+            return rng.random()
+        c = self.correlation
+        z = c * self.last[what] + (1.0 - c * c) ** 0.5 * rng.gauss(0.0, 1.0)
+        self.last[what] = z
+        return _STANDARD.cdf(z)
+
+    def lost(self, rng: random.Random) -> bool:
+        return bool(self.loss) and self.draw(rng, "loss") < self.loss
+
+    def goes_at_once(self, rng: random.Random) -> bool:
+        """netem's reorder: this share is sent without the delay, ahead of the packets held."""
+        return bool(self.reorder) and self.draw(rng, "reorder") < self.reorder
 
     def hold_for(self, rng: random.Random) -> float:
         if not self.jitter:
             return self.delay
-        if self.distribution == "normal":
-            return max(0.0, rng.gauss(self.delay, self.jitter))
-        return max(0.0, self.delay + rng.uniform(-self.jitter, self.jitter))
+        offset = max(-4.0, min(4.0, DISTRIBUTIONS[self.distribution](self.draw(rng, "jitter"))))
+        return max(0.0, self.delay + self.jitter * offset)
 
 
 class Worker:
@@ -179,8 +223,11 @@ class Worker:
                 if rule is None:
                     out.append(verdict(self.queue, packet_id, NF_ACCEPT))
                     continue
-                if rule.loss and self.rng.random() < rule.loss:
+                if rule.lost(self.rng):
                     out.append(verdict(self.queue, packet_id, NF_DROP))
+                    continue
+                if rule.goes_at_once(self.rng):
+                    out.append(verdict(self.queue, packet_id, NF_ACCEPT))
                     continue
                 due = max(now + rule.hold_for(self.rng), self.last_due.get(source, 0.0))
                 self.last_due[source] = due

@@ -35,6 +35,8 @@ class Hold:
     jitter: float = 0.0
     loss: float = 0.0
     distribution: str | None = None
+    correlation: float = 0.0  # of successive draws (jitter, loss, reorder), as netem's
+    reorder: float = 0.0  # this share goes at once, ahead of the held packets
 
     def plus(self, other: Hold) -> Hold:
         return Hold(
@@ -42,6 +44,8 @@ class Hold:
             jitter=self.jitter + other.jitter,
             loss=1.0 - (1.0 - self.loss) * (1.0 - other.loss),
             distribution=self.distribution or other.distribution,
+            correlation=max(self.correlation, other.correlation),
+            reorder=max(self.reorder, other.reorder),
         )
 
     def as_worker_rule(self) -> dict:
@@ -50,6 +54,8 @@ class Hold:
             "jitter": self.jitter,
             "loss": self.loss,
             "distribution": self.distribution or "uniform",
+            "correlation": self.correlation,
+            "reorder": self.reorder,
         }
 
 
@@ -69,8 +75,9 @@ class NamespacePlan:
 
 
 def hold_of(shaping: Shaping) -> Hold | None:
-    hold = Hold(shaping.delay, shaping.jitter, shaping.loss, shaping.distribution)
-    return None if hold == Hold(distribution=shaping.distribution) else hold
+    s = shaping
+    hold = Hold(s.delay, s.jitter, s.loss, s.distribution, s.correlation, s.reorder)
+    return None if not (hold.delay or hold.jitter or hold.loss) else hold
 
 
 def build(entries: list[Entry], ips: dict[str, str]) -> dict[str, NamespacePlan]:

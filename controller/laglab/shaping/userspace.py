@@ -132,11 +132,9 @@ class UserspaceBackend:
     @staticmethod
     def unsupported(entry: Entry) -> tuple[str, str] | None:
         s: Shaping = entry.shaping
-        for field in ("duplicate", "corrupt", "reorder", "correlation"):
+        for field in ("duplicate", "corrupt"):
             if getattr(s, field):
                 return field, "not supported by the userspace backend (this kernel has no sch_netem)"
-        if s.distribution not in (None, "uniform", "normal"):
-            return "distribution", f"{s.distribution!r} is not supported by the userspace backend (uniform, normal)"
         if s.rate and entry.direction != "egress":
             return "rate", "a rate applies to egress only"
         return None

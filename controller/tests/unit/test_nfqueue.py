@@ -1,5 +1,6 @@
 """The worker's netlink encoding and decoding (the packet loop itself runs in the integration tests)."""
 
+import itertools
 import socket
 import struct
 
@@ -74,3 +75,49 @@ def test_jitter_never_reorders_packets_of_one_source():
     from_two = [i for i in released if i % 3]
     assert from_two == sorted(from_two)  # in arrival order
     assert released != sorted(released)  # while the other source, with less delay, overtakes them
+
+
+def test_each_distribution_centres_on_the_delay_with_the_asked_spread():
+    import random
+    import statistics
+
+    rng = random.Random(7)
+    for name, stdev_low, stdev_high in (("uniform", 4.4, 4.8), ("normal", 7.6, 8.4), ("pareto", 4.5, 8.5),
+                                        ("paretonormal", 4.5, 8.5)):  # fmt: skip
+        rule = nfqueue.Rule(delay=0.040, jitter=0.008, distribution=name)
+        holds = [rule.hold_for(rng) * 1000 for _ in range(20_000)]
+        assert abs(statistics.fmean(holds) - 40.0) <= 0.5, name  # uniform's stdev is 8/sqrt(3) = 4.62
+        assert stdev_low <= statistics.pstdev(holds) <= stdev_high, (name, statistics.pstdev(holds))
+        assert min(holds) >= 40 - 4 * 8 - 1e-9 and max(holds) <= 40 + 4 * 8 + 1e-9  # cut at 4 sigma
+    pareto = nfqueue.Rule(delay=0.040, jitter=0.008, distribution="pareto")
+    holds = sorted(pareto.hold_for(rng) for _ in range(20_000))
+    assert holds[len(holds) // 2] < 0.040  # a long tail above, most packets a little early: skewed
+
+
+def test_correlation_makes_neighbouring_draws_close_and_keeps_the_ratios():
+    import random
+    import statistics
+
+    rng = random.Random(3)
+    free = nfqueue.Rule(delay=0.05, jitter=0.01)
+    tied = nfqueue.Rule(delay=0.05, jitter=0.01, correlation=0.9)
+    steps = {}
+    for name, rule in (("free", free), ("tied", tied)):
+        holds = [rule.hold_for(rng) for _ in range(5000)]
+        steps[name] = statistics.fmean(abs(a - b) for a, b in itertools.pairwise(holds))
+    assert steps["tied"] < 0.4 * steps["free"], steps  # sqrt(1 - 0.9) = 0.32 of an uncorrelated step
+    lossy = nfqueue.Rule(loss=0.2, correlation=0.5)
+    lost = [lossy.lost(rng) for _ in range(50_000)]
+    assert abs(sum(lost) / len(lost) - 0.2) <= 0.03  # the ratio holds ...
+    bursts = sum(1 for a, b in itertools.pairwise(lost) if a and b) / max(1, sum(lost))
+    assert bursts > 0.3  # ... and losses come in runs (0.2 apart without correlation)
+
+
+def test_reorder_sends_that_share_at_once():
+    import random
+
+    rng = random.Random(5)
+    rule = nfqueue.Rule(delay=0.01, reorder=0.25)
+    share = sum(rule.goes_at_once(rng) for _ in range(20_000)) / 20_000
+    assert abs(share - 0.25) <= 0.01
+    assert not any(nfqueue.Rule(delay=0.01).goes_at_once(rng) for _ in range(1000))

@@ -50,8 +50,9 @@ def test_userspace_golden_chain_and_rules():
         "-A LAGLAB-1 -d 10.0.0.3/32 -i br-lab0 -j NFQUEUE --queue-num 7 --queue-bypass"
     ]
     assert json.loads(backends.worker_rules(plans["mysql-target"])) == {
-        "10.0.0.2": {"delay": 0.125, "jitter": 0.005, "loss": 0.005, "distribution": "uniform"}
-    }
+        "10.0.0.2": {"delay": 0.125, "jitter": 0.005, "loss": 0.005, "distribution": "uniform", "correlation": 0.0,
+                     "reorder": 0.0}
+    }  # fmt: skip
 
 
 def test_userspace_golden_htb_per_peer():
@@ -67,9 +68,10 @@ def test_userspace_refuses_what_it_cannot_honour():
     refuse = backends.UserspaceBackend.unsupported
     assert refuse(Entry("a", None, "egress", Shaping(delay=0.1, duplicate=0.01)))[0] == "duplicate"
     assert refuse(Entry("a", None, "ingress", Shaping(rate=1e6)))[0] == "rate"
-    assert (
-        refuse(Entry("a", None, "egress", Shaping(delay=0.1, jitter=0.01, distribution="pareto")))[0] == "distribution"
-    )
+    assert refuse(Entry("a", None, "egress", Shaping(delay=0.1, corrupt=0.01)))[0] == "corrupt"
+    # netem's distributions, correlation and reorder: the worker does them too
+    assert refuse(Entry("a", None, "egress", Shaping(delay=0.1, jitter=0.01, distribution="pareto"))) is None
+    assert refuse(Entry("a", None, "egress", Shaping(delay=0.1, reorder=0.2, loss=0.1, correlation=0.5))) is None
     assert refuse(Entry("a", None, "both", Shaping(delay=0.1))) is None
 
 
@@ -146,3 +148,8 @@ def test_queue_numbers_are_stable_distinct_and_per_project():
     assert len(set(first.values())) == 3 and all(1000 <= q < 61000 for q in first.values())
     assert first != queue_numbers("other", services)
     assert chain_name("laglab") != chain_name("other") and len(chain_name("laglab")) <= 28
+
+
+def test_kernel_loss_takes_the_correlation_too():
+    args = backends.KernelBackend.netem_args(Shaping(delay=0.05, jitter=0.01, loss=0.2, correlation=0.25), None)
+    assert args[3:] == ["delay", "50ms", "10ms", "25%", "loss", "20%", "25%"]
