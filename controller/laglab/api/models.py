@@ -75,6 +75,16 @@ class PeerQuery(Query):
 
 
 # --- bodies ---
+class GeModel(Body):
+    """netem's `loss gemodel p [r [1-h [1-k]]]`, one to one (defaults as netem's: r = 1 - p, 1-h = 100 %,
+    1-k = 0 %)."""
+
+    p: Percent = Field(description="good -> bad")
+    r: Percent | None = Field(None, description="bad -> good")
+    one_minus_h: Percent | None = Field(None, alias="1-h", description="loss in the bad state")
+    one_minus_k: Percent | None = Field(None, alias="1-k", description="loss in the good state")
+
+
 class ShapingBody(Body):
     """PUT /api/shaping/<service>: netem's words, tc's units. Ranges and rules across fields are
     checked after this (422): laglab.shaping.params.parse_request."""
@@ -86,7 +96,8 @@ class ShapingBody(Body):
         None, examples=["2mbit"], description="8kbit..10gbit (tc units; kbps = kilobytes/s)"
     )
     distribution: Literal[DISTRIBUTIONS] | None = Field(None, description="of the jitter")  # type: ignore[valid-type]
-    correlation: Percent | None = Field(None, description="of the jitter or the loss")
+    correlation: Percent | None = Field(None, description="of the jitter, the loss or the reorder")
+    gemodel: GeModel | None = Field(None, description="Gilbert-Elliott loss (bursts), instead of loss")
     duplicate: Percent | None = None
     corrupt: Percent | None = None
     reorder: Percent | None = Field(None, description="needs a delay")

@@ -44,6 +44,8 @@ class KernelBackend:
                     args += [f"{s.correlation * 100:g}%"]
                 if s.distribution:
                     args += ["distribution", s.distribution]
+        if s.gemodel:
+            args += ["loss", "gemodel", *(f"{v * 100:g}%" for v in s.gemodel)]
         if s.loss:
             args += ["loss", f"{s.loss * 100:g}%"]
             if s.correlation:

@@ -54,7 +54,11 @@ class ShapingManager:
             raw = json.loads(self.state_path.read_text())
             for item in raw.get("entries", []):
                 entry = Entry(
-                    item["service"], item["peer"], item["direction"], Shaping(**item["shaping"]), item.get("expires_at")
+                    item["service"],
+                    item["peer"],
+                    item["direction"],
+                    Shaping.from_dict(item["shaping"]),
+                    item.get("expires_at"),
                 )
                 self.entries[entry.key] = entry
 

@@ -154,12 +154,16 @@ class Rule:
     is. (netem's own `(1 - c) * random + c * last` squeezes the draws towards the middle: a correlated
     20 % loss drops far fewer than 20 %.)"""
 
-    __slots__ = ("correlation", "delay", "distribution", "jitter", "last", "loss", "reorder")
+    __slots__ = ("bad", "correlation", "delay", "distribution", "gemodel", "jitter", "last", "loss", "reorder")
 
-    def __init__(self, delay=0.0, jitter=0.0, loss=0.0, distribution="uniform", correlation=0.0, reorder=0.0):
+    def __init__(
+        self, delay=0.0, jitter=0.0, loss=0.0, distribution="uniform", correlation=0.0, reorder=0.0, gemodel=None
+    ):
         self.delay, self.jitter, self.loss = float(delay), float(jitter), float(loss)
         self.distribution = distribution or "uniform"
         self.correlation, self.reorder = float(correlation), float(reorder)
+        self.gemodel = tuple(float(v) for v in gemodel) if gemodel else None  # p, r, 1-h, 1-k
+        self.bad = False  # the Gilbert-Elliott chain's state
         self.last = {"jitter": 0.0, "loss": 0.0, "reorder": 0.0}  # the previous z of each draw
 
     def draw(self, rng: random.Random, what: str) -> float:
@@ -171,7 +175,21 @@ class Rule:
         return _STANDARD.cdf(z)
 
     def lost(self, rng: random.Random) -> bool:
+        if self.gemodel:
+            return self._gilbert_elliott(rng)
         return bool(self.loss) and self.draw(rng, "loss") < self.loss
+
+    def _gilbert_elliott(self, rng: random.Random) -> bool:
+        """As netem's loss_gilb_ell: move between the states, lose with the loss of the state the packet
+        found (1-k in the good state, 1-h in the bad one)."""
+        p, r, one_minus_h, one_minus_k = self.gemodel
+        if self.bad:
+            if rng.random() < r:
+                self.bad = False
+            return rng.random() < one_minus_h
+        if rng.random() < p:
+            self.bad = True
+        return rng.random() < one_minus_k
 
     def goes_at_once(self, rng: random.Random) -> bool:
         """netem's reorder: this share is sent without the delay, ahead of the packets held."""

@@ -154,6 +154,7 @@ class Shaping:
     duplicate: float = 0.0
     corrupt: float = 0.0
     reorder: float = 0.0
+    gemodel: tuple[float, float, float, float] | None = None  # netem's loss gemodel p r 1-h 1-k (fractions)
 
     @property
     def empty(self) -> bool:
@@ -172,12 +173,20 @@ class Shaping:
                 out[f.name] = format_rate(value)
             elif f.name == "distribution":
                 out[f.name] = value
+            elif f.name == "gemodel":
+                out[f.name] = dict(zip(GEMODEL_KEYS, (format_percent(v) for v in value), strict=True))
             else:
                 out[f.name] = format_percent(value)
         return out
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> Shaping:
+        """What as_dict saved (JSON has lists where the model has tuples)."""
+        gemodel = values.get("gemodel")
+        return cls(**{**values, "gemodel": tuple(gemodel) if gemodel else None})
 
 
 @dataclass(frozen=True)
@@ -201,13 +210,32 @@ _PARSERS = {
     "reorder": parse_percent,
 }
 _SERVICE_RE = re.compile(SERVICE_PATTERN)
+GEMODEL_KEYS = ("p", "r", "1-h", "1-k")
+
+
+def parse_gemodel(value: object) -> tuple[float, float, float, float]:
+    """netem's `loss gemodel p [r [1-h [1-k]]]` as {"p", "r", "1-h", "1-k"}: p good -> bad, r bad -> good,
+    1-h the loss in the bad state, 1-k in the good one. netem's defaults: r = 1 - p (Bernoulli),
+    1-h = 100 %, 1-k = 0 % (with r given: Simple Gilbert)."""
+    if not isinstance(value, dict):
+        raise ParamError("gemodel", 'expected an object like {"p": "1%", "r": "25%"}')
+    for key in value:
+        if key not in GEMODEL_KEYS:
+            raise ParamError(f"gemodel.{str(key)[:16]}", f"unknown key; known keys: {', '.join(GEMODEL_KEYS)}")
+    if value.get("p") is None:
+        raise ParamError("gemodel.p", "required: the probability of going from the good state to the bad one")
+    p = parse_percent("gemodel.p", value["p"])
+    r = parse_percent("gemodel.r", value["r"]) if value.get("r") is not None else 1.0 - p
+    one_minus_h = parse_percent("gemodel.1-h", value["1-h"]) if value.get("1-h") is not None else 1.0
+    one_minus_k = parse_percent("gemodel.1-k", value["1-k"]) if value.get("1-k") is not None else 0.0
+    return (p, r, one_minus_h, one_minus_k)
 
 
 def parse_request(body: object) -> Request:
     """Validate a PUT /api/shaping/<service> body. Raises ParamError naming the first bad field."""
     if not isinstance(body, dict):
         raise ParamError("body", "expected a JSON object")
-    known = {*_PARSERS, "distribution", "peer", "direction", "duration"}
+    known = {*_PARSERS, "distribution", "gemodel", "peer", "direction", "duration"}
     for key in body:
         if key not in known:
             raise ParamError(str(key)[:64], f"unknown field; known fields: {', '.join(sorted(known))}")
@@ -215,7 +243,10 @@ def parse_request(body: object) -> Request:
     distribution = body.get("distribution")
     if distribution is not None and distribution not in DISTRIBUTIONS:
         raise ParamError("distribution", f"{distribution!r} is not one of {', '.join(DISTRIBUTIONS)}")
-    shaping = Shaping(**values, distribution=distribution)
+    gemodel = parse_gemodel(body["gemodel"]) if body.get("gemodel") is not None else None
+    shaping = Shaping(**values, distribution=distribution, gemodel=gemodel)
+    if shaping.gemodel and shaping.loss:
+        raise _rule("gemodel", "a loss model instead of loss, not both")
     if shaping.jitter and not shaping.delay:
         raise _rule("jitter", "needs a delay")
     if shaping.distribution and not shaping.jitter:
@@ -226,7 +257,8 @@ def parse_request(body: object) -> Request:
         raise _rule("correlation", "needs a jitter or a loss")
     if shaping.empty:
         raise _rule(
-            "body", "nothing to apply: give at least one of delay, jitter, loss, rate, duplicate, corrupt, reorder"
+            "body",
+            "nothing to apply: give at least one of delay, jitter, loss, gemodel, rate, duplicate, corrupt, reorder",
         )
     peer = body.get("peer")
     if peer is not None and (not isinstance(peer, str) or not _SERVICE_RE.match(peer)):

@@ -37,6 +37,7 @@ class Hold:
     distribution: str | None = None
     correlation: float = 0.0  # of successive draws (jitter, loss, reorder), as netem's
     reorder: float = 0.0  # this share goes at once, ahead of the held packets
+    gemodel: tuple[float, float, float, float] | None = None  # Gilbert-Elliott loss: p r 1-h 1-k
 
     def plus(self, other: Hold) -> Hold:
         return Hold(
@@ -46,6 +47,7 @@ class Hold:
             distribution=self.distribution or other.distribution,
             correlation=max(self.correlation, other.correlation),
             reorder=max(self.reorder, other.reorder),
+            gemodel=self.gemodel or other.gemodel,
         )
 
     def as_worker_rule(self) -> dict:
@@ -56,6 +58,7 @@ class Hold:
             "distribution": self.distribution or "uniform",
             "correlation": self.correlation,
             "reorder": self.reorder,
+            "gemodel": list(self.gemodel) if self.gemodel else None,
         }
 
 
@@ -76,8 +79,8 @@ class NamespacePlan:
 
 def hold_of(shaping: Shaping) -> Hold | None:
     s = shaping
-    hold = Hold(s.delay, s.jitter, s.loss, s.distribution, s.correlation, s.reorder)
-    return None if not (hold.delay or hold.jitter or hold.loss) else hold
+    hold = Hold(s.delay, s.jitter, s.loss, s.distribution, s.correlation, s.reorder, s.gemodel)
+    return None if not (hold.delay or hold.jitter or hold.loss or hold.gemodel) else hold
 
 
 def build(entries: list[Entry], ips: dict[str, str]) -> dict[str, NamespacePlan]:
@@ -118,6 +121,7 @@ def combine(a: Shaping, b: Shaping) -> Shaping:
         duplicate=max(a.duplicate, b.duplicate),
         corrupt=max(a.corrupt, b.corrupt),
         reorder=max(a.reorder, b.reorder),
+        gemodel=a.gemodel or b.gemodel,
     )
 
 

@@ -5,6 +5,7 @@ measured with ping and iperf3 inside the namespaces."""
 from __future__ import annotations
 
 import itertools
+import re
 import signal
 import statistics
 import threading
@@ -240,6 +241,19 @@ def test_correlated_jitter(manager, backend):
            uncorrelated_step_ms=round(steps[None], 2))  # fmt: skip
     if backend == "userspace":
         assert steps["90%"] < 0.6 * steps[None], steps
+
+
+def test_gilbert_elliott_loses_in_bursts(manager, backend):
+    manager.put(SRC, parse_request({"gemodel": {"p": "5%", "r": "25%"}, "peer": DST}))
+    got = ping(SRC, DST, count=2000, interval=0.002)
+    seqs = {int(m) for m in re.findall(r"icmp_seq=(\d+)", got["output"])}
+    lost = [seq not in seqs for seq in range(1, got["sent"] + 1)]
+    runs = [len(r) for r in "".join("x" if x else "." for x in lost).split(".") if r]
+    ratio, mean_run = sum(lost) / len(lost), statistics.fmean(runs) if runs else 0.0
+    record("gemodel", backend, asked_ratio=round(0.05 / 0.30, 4), measured=round(ratio, 4), asked_run=4.0,
+           mean_run=round(mean_run, 2), packets=got["sent"])  # fmt: skip
+    assert abs(ratio - 0.05 / 0.30) <= 0.05, ratio
+    assert 2.5 <= mean_run <= 6.0, mean_run  # runs of 1 / r = 4 packets, where random loss gives 1.2
 
 
 def test_kernel_only_duplicate_and_corrupt(namespaces, tmp_path):

@@ -121,3 +121,14 @@ def test_reorder_sends_that_share_at_once():
     share = sum(rule.goes_at_once(rng) for _ in range(20_000)) / 20_000
     assert abs(share - 0.25) <= 0.01
     assert not any(nfqueue.Rule(delay=0.01).goes_at_once(rng) for _ in range(1000))
+
+
+def test_gilbert_elliott_loses_in_bursts_at_the_models_ratio():
+    import random
+
+    rng = random.Random(11)
+    rule = nfqueue.Rule(gemodel=(0.01, 0.25, 1.0, 0.0))  # Simple Gilbert: loss p / (p + r), runs of 1 / r
+    lost = [rule.lost(rng) for _ in range(200_000)]
+    runs = [len(r) for r in "".join("x" if x else "." for x in lost).split(".") if r]
+    assert abs(sum(lost) / len(lost) - 0.01 / 0.26) <= 0.005
+    assert abs(sum(runs) / len(runs) - 4.0) <= 0.4

@@ -51,7 +51,7 @@ def test_userspace_golden_chain_and_rules():
     ]
     assert json.loads(backends.worker_rules(plans["mysql-target"])) == {
         "10.0.0.2": {"delay": 0.125, "jitter": 0.005, "loss": 0.005, "distribution": "uniform", "correlation": 0.0,
-                     "reorder": 0.0}
+                     "reorder": 0.0, "gemodel": None}
     }  # fmt: skip
 
 
@@ -153,3 +153,23 @@ def test_queue_numbers_are_stable_distinct_and_per_project():
 def test_kernel_loss_takes_the_correlation_too():
     args = backends.KernelBackend.netem_args(Shaping(delay=0.05, jitter=0.01, loss=0.2, correlation=0.25), None)
     assert args[3:] == ["delay", "50ms", "10ms", "25%", "loss", "20%", "25%"]
+
+
+def test_gemodel_maps_one_to_one_to_netems_words():
+    from laglab.shaping.params import ParamError, parse_request
+
+    simple = parse_request({"gemodel": {"p": "1%", "r": "25%"}, "peer": "mysql-target"}).shaping
+    assert simple.gemodel == (0.01, 0.25, 1.0, 0.0)  # 1-h and 1-k: netem's defaults (Simple Gilbert)
+    assert simple.to_json() == {"gemodel": {"p": "1%", "r": "25%", "1-h": "100%", "1-k": "0%"}}
+    assert parse_request({"gemodel": {"p": "10%"}}).shaping.gemodel == (0.1, 0.9, 1.0, 0.0)  # Bernoulli: r = 1-p
+    args = backends.KernelBackend.netem_args(Shaping(delay=0.01, gemodel=(0.01, 0.25, 0.9, 0.001)), None)
+    assert args[5:] == ["loss", "gemodel", "1%", "25%", "90%", "0.1%"]
+    for body, field in (({"gemodel": {"r": "5%"}}, "gemodel.p"), ({"gemodel": {"p": "1%", "h": "5%"}}, "gemodel.h"),
+                        ({"gemodel": {"p": "1%"}, "loss": "1%"}, "gemodel")):  # fmt: skip
+        try:
+            parse_request(body)
+        except ParamError as error:
+            assert error.field == field, (body, error.field)
+        else:
+            raise AssertionError(f"{body} was accepted")
+    assert backends.UserspaceBackend.unsupported(Entry("a", None, "egress", simple)) is None

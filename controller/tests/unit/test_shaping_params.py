@@ -39,7 +39,11 @@ def test_request_round_trip_in_tc_units():
         ({"delay": "1ms", "direction": "up"}, "direction", "'up' is not one of egress, ingress, both"),
         ({"delay": "1ms", "peer": "../etc"}, "peer", "'../etc' is not a service name"),
         ({"delay": "1ms", "duration": "0s"}, "duration", "'0s' is out of range 1s..86400s"),
-        ({}, "body", "nothing to apply: give at least one of delay, jitter, loss, rate, duplicate, corrupt, reorder"),
+        (
+            {},
+            "body",
+            "nothing to apply: give at least one of delay, jitter, loss, gemodel, rate, duplicate, corrupt, reorder",
+        ),
         ([], "body", "expected a JSON object"),
     ],
 )
