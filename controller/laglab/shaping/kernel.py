@@ -50,12 +50,14 @@ class KernelBackend:
             args += ["loss", f"{s.loss * 100:g}%"]
             if s.correlation:
                 args += [f"{s.correlation * 100:g}%"]
+        # The one correlation of the API goes with every draw that takes one, as the userspace worker does.
+        corr = [f"{s.correlation * 100:g}%"] if s.correlation else []
         if s.duplicate:
-            args += ["duplicate", f"{s.duplicate * 100:g}%"]
+            args += ["duplicate", f"{s.duplicate * 100:g}%", *corr]
         if s.corrupt:
-            args += ["corrupt", f"{s.corrupt * 100:g}%"]
+            args += ["corrupt", f"{s.corrupt * 100:g}%", *corr]
         if s.reorder:
-            args += ["reorder", f"{s.reorder * 100:g}%"]
+            args += ["reorder", f"{s.reorder * 100:g}%", *corr, *(["gap", str(s.gap)] if s.gap else [])]
         return args
 
     @staticmethod

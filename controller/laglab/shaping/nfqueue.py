@@ -54,8 +54,29 @@ def nlmsg(msg: int, queue: int, attrs: bytes, flags: int = NLM_F_REQUEST, seq: i
     return struct.pack("=IHHII", 16 + len(body), (NFNL_SUBSYS_QUEUE << 8) | msg, flags, seq, 0) + body
 
 
-def verdict(queue: int, packet_id: int, decision: int) -> bytes:
-    return nlmsg(NFQNL_MSG_VERDICT, queue, nlattr(NFQA_VERDICT_HDR, struct.pack("!II", decision, packet_id)))
+def verdict(queue: int, packet_id: int, decision: int, payload: bytes | None = None) -> bytes:
+    """Accept or drop a packet; with `payload`, the packet goes on as these bytes (a corrupted copy)."""
+    attrs = nlattr(NFQA_VERDICT_HDR, struct.pack("!II", decision, packet_id))
+    return nlmsg(NFQNL_MSG_VERDICT, queue, attrs + (nlattr(NFQA_PAYLOAD, payload) if payload is not None else b""))
+
+
+def copy_mode_messages(queue: int, whole: bool) -> list[bytes]:
+    """Header-only copies with GSO super-packets (cheap, fast), or whole packets with GSO off: the kernel
+    then segments packets and completes their checksums before queueing them, so a flipped bit fails the
+    receiver's check, as netem's corrupt does, and a duplicate is a real packet."""
+    flags = NFQA_CFG_F_FAIL_OPEN | (0 if whole else NFQA_CFG_F_GSO)
+    params = nlattr(NFQA_CFG_PARAMS, struct.pack("!IBxxx", 0xFFFF if whole else 20, NFQNL_COPY_PACKET))
+    mask = nlattr(NFQA_CFG_MASK, struct.pack("!I", NFQA_CFG_F_FAIL_OPEN | NFQA_CFG_F_GSO))
+    return [
+        nlmsg(NFQNL_MSG_CONFIG, queue, params, NLM_F_REQUEST | NLM_F_ACK, 2),
+        nlmsg(
+            NFQNL_MSG_CONFIG,
+            queue,
+            mask + nlattr(NFQA_CFG_FLAGS, struct.pack("!I", flags)),
+            NLM_F_REQUEST | NLM_F_ACK,
+            4,
+        ),
+    ]
 
 
 def config_messages(queue: int, maxlen: int) -> list[bytes]:
@@ -67,14 +88,6 @@ def config_messages(queue: int, maxlen: int) -> list[bytes]:
             NLM_F_REQUEST | NLM_F_ACK,
             1,
         ),
-        # Copy the IPv4 header only: the source address picks the rule.
-        nlmsg(
-            NFQNL_MSG_CONFIG,
-            queue,
-            nlattr(NFQA_CFG_PARAMS, struct.pack("!IBxxx", 20, NFQNL_COPY_PACKET)),
-            NLM_F_REQUEST | NLM_F_ACK,
-            2,
-        ),
         nlmsg(
             NFQNL_MSG_CONFIG,
             queue,
@@ -82,20 +95,14 @@ def config_messages(queue: int, maxlen: int) -> list[bytes]:
             NLM_F_REQUEST | NLM_F_ACK,
             3,
         ),
-        # GSO: take whole super-packets (fewer verdicts); FAIL_OPEN: a full queue accepts, never drops.
-        nlmsg(
-            NFQNL_MSG_CONFIG,
-            queue,
-            nlattr(NFQA_CFG_MASK, struct.pack("!I", NFQA_CFG_F_FAIL_OPEN | NFQA_CFG_F_GSO))
-            + nlattr(NFQA_CFG_FLAGS, struct.pack("!I", NFQA_CFG_F_FAIL_OPEN | NFQA_CFG_F_GSO)),
-            NLM_F_REQUEST | NLM_F_ACK,
-            4,
-        ),
+        # FAIL_OPEN: a full queue accepts, never drops. Header-only copies until a rule needs more.
+        *copy_mode_messages(queue, whole=False),
     ]
 
 
 def parse_packets(data: bytes):
-    """Yields (packet_id, source address) for each queued packet in a netlink datagram."""
+    """Yields (packet_id, source address, payload) for each queued packet in a netlink datagram (the
+    payload is the IPv4 header only, or the whole packet when the queue copies whole packets)."""
     offset = 0
     while offset + 16 <= len(data):
         length, kind, _flags, _seq, _pid = struct.unpack_from("=IHHII", data, offset)
@@ -106,7 +113,7 @@ def parse_packets(data: bytes):
             if code:
                 raise OSError(code, f"nfnetlink_queue: {os.strerror(code)}")
         elif kind == (NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_PACKET:
-            packet_id, source = None, None
+            packet_id, source, payload = None, None, b""
             pos = offset + 20  # nlmsghdr + nfgenmsg
             end = offset + length
             while pos + 4 <= end:
@@ -118,9 +125,10 @@ def parse_packets(data: bytes):
                     packet_id = struct.unpack_from("!I", data, pos + 4)[0]
                 elif akind == NFQA_PAYLOAD and alen >= 4 + 16:
                     source = socket.inet_ntoa(data[pos + 16 : pos + 20])
+                    payload = data[pos + 4 : pos + alen]
                 pos += (alen + 3) & ~3
             if packet_id is not None:
-                yield packet_id, source
+                yield packet_id, source, payload
         offset += (length + 3) & ~3
 
 
@@ -154,17 +162,45 @@ class Rule:
     is. (netem's own `(1 - c) * random + c * last` squeezes the draws towards the middle: a correlated
     20 % loss drops far fewer than 20 %.)"""
 
-    __slots__ = ("bad", "correlation", "delay", "distribution", "gemodel", "jitter", "last", "loss", "reorder")
+    __slots__ = (
+        "bad",
+        "correlation",
+        "corrupt",
+        "counter",
+        "delay",
+        "distribution",
+        "duplicate",
+        "gap",
+        "gemodel",
+        "jitter",
+        "last",
+        "loss",
+        "reorder",
+    )  # fmt: skip
 
     def __init__(
-        self, delay=0.0, jitter=0.0, loss=0.0, distribution="uniform", correlation=0.0, reorder=0.0, gemodel=None
-    ):
+        self, delay=0.0, jitter=0.0, loss=0.0, distribution="uniform", correlation=0.0, reorder=0.0, gemodel=None,
+        duplicate=0.0, corrupt=0.0, gap=0,
+    ):  # fmt: skip
         self.delay, self.jitter, self.loss = float(delay), float(jitter), float(loss)
         self.distribution = distribution or "uniform"
         self.correlation, self.reorder = float(correlation), float(reorder)
         self.gemodel = tuple(float(v) for v in gemodel) if gemodel else None  # p, r, 1-h, 1-k
+        self.duplicate, self.corrupt, self.gap = float(duplicate), float(corrupt), int(gap or 0)
         self.bad = False  # the Gilbert-Elliott chain's state
-        self.last = {"jitter": 0.0, "loss": 0.0, "reorder": 0.0}  # the previous z of each draw
+        self.counter = 0  # packets delayed since the last one reordered (reorder's gap)
+        self.last = {k: 0.0 for k in ("jitter", "loss", "reorder", "duplicate", "corrupt")}  # previous z of each
+
+    @property
+    def whole(self) -> bool:
+        """Whether the worker needs whole packets for this rule (to duplicate or corrupt them)."""
+        return bool(self.duplicate or self.corrupt)
+
+    def duplicated(self, rng: random.Random) -> bool:
+        return bool(self.duplicate) and self.draw(rng, "duplicate") < self.duplicate
+
+    def corrupted(self, rng: random.Random) -> bool:
+        return bool(self.corrupt) and self.draw(rng, "corrupt") < self.corrupt
 
     def draw(self, rng: random.Random, what: str) -> float:
         if not self.correlation:
@@ -192,8 +228,18 @@ class Rule:
         return rng.random() < one_minus_k
 
     def goes_at_once(self, rng: random.Random) -> bool:
-        """netem's reorder: this share is sent without the delay, ahead of the packets held."""
-        return bool(self.reorder) and self.draw(rng, "reorder") < self.reorder
+        """netem's reorder: this share is sent without the delay, ahead of the packets held; with a gap N,
+        only a packet that follows N-1 delayed ones may be (netem's `counter < gap - 1`)."""
+        if not self.reorder:
+            return False
+        if self.gap > 1 and self.counter < self.gap - 1:
+            self.counter += 1
+            return False
+        if self.draw(rng, "reorder") < self.reorder:
+            self.counter = 0
+            return True
+        self.counter += 1
+        return False
 
     def hold_for(self, rng: random.Random) -> float:
         if not self.jitter:
@@ -202,14 +248,29 @@ class Rule:
         return max(0.0, self.delay + self.jitter * offset)
 
 
+def corrupt_copy(payload: bytes, rng: random.Random) -> bytes:
+    """One random bit flipped anywhere in the packet, checksums left as they were (netem's corrupt)."""
+    data = bytearray(payload)
+    data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+    return bytes(data)
+
+
 class Worker:
-    def __init__(self, queue: int, maxlen: int = 65536):
+    def __init__(self, queue: int, maxlen: int = 65536, connect: bool = True):
         self.queue = queue
         self.rules: dict[str, Rule] = {}
         self.rng = random.Random()
-        self.held: list[tuple[float, int, int]] = []  # (due, order, packet id)
+        self.held: list[tuple[float, int, int, bytes | None, bytes | None]] = []  # due, order, id, verdict, dup
         self.last_due: dict[str, float] = {}
         self.order = 0
+        self.whole = False  # whole packets copied to us (a rule duplicates or corrupts)
+        self.duplicates: list[bytes] = []  # copies to send once their originals have gone
+        self.backlog: list[bytes] = []  # datagrams read while waiting for a config ack
+        self.sock = self.raw = None
+        if connect:
+            self._connect(maxlen)
+
+    def _connect(self, maxlen: int) -> None:
         self.sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_NETFILTER)
         try:
             self.sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 64 * 2**20)
@@ -217,26 +278,46 @@ class Worker:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 2**20)
         self.sock.setsockopt(SOL_NETLINK, NETLINK_NO_ENOBUFS, 1)
         self.sock.bind((0, 0))
-        for message in config_messages(queue, maxlen):
-            self.sock.send(message)
-            list(parse_packets(self.sock.recv(65536)))  # the ack, or raises the error it carries
-        self.sock.setblocking(False)
+        self._configure(config_messages(self.queue, maxlen))
+        # Duplicates go out as IP packets from the bridge's namespace, routed to the receiver.
+        self.raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+
+    def _configure(self, messages: list[bytes]) -> None:
+        """Config messages, each waited for its ack (or the error it carries). Packets queued meanwhile
+        are kept for receive(): a packet without a verdict would stay in the queue for good."""
+        self.sock.setblocking(True)
+        try:
+            for message in messages:
+                self.sock.send(message)
+                while True:
+                    data = self.sock.recv(262144)
+                    if struct.unpack_from("=H", data, 4)[0] == NLMSG_ERROR:
+                        list(parse_packets(data))
+                        break
+                    self.backlog.append(data)
+        finally:
+            self.sock.setblocking(False)
 
     def set_rules(self, spec: dict) -> None:
         self.rules = {source: Rule(**values) for source, values in spec.items()}
+        whole = any(rule.whole for rule in self.rules.values())
+        if whole != self.whole:
+            self.whole = whole
+            if self.raw is not None:  # connected (a unit test's worker has no sockets)
+                self._configure(copy_mode_messages(self.queue, whole))
 
     def receive(self, now: float) -> list[bytes]:
         out = []
         while True:
             try:
-                data = self.sock.recv(262144)
+                data = self.backlog.pop(0) if self.backlog else self.sock.recv(262144)
             except BlockingIOError:
                 return out
             except OSError as error:
                 if error.errno == errno.ENOBUFS:
                     continue
                 raise
-            for packet_id, source in parse_packets(data):
+            for packet_id, source, payload in parse_packets(data):
                 rule = self.rules.get(source) or self.rules.get("*")
                 if rule is None:
                     out.append(verdict(self.queue, packet_id, NF_ACCEPT))
@@ -244,21 +325,38 @@ class Worker:
                 if rule.lost(self.rng):
                     out.append(verdict(self.queue, packet_id, NF_DROP))
                     continue
+                whole = len(payload) > 20  # the queue copied the whole packet
+                duplicate = payload if whole and rule.duplicated(self.rng) else None
+                changed = corrupt_copy(payload, self.rng) if whole and rule.corrupted(self.rng) else None
                 if rule.goes_at_once(self.rng):
-                    out.append(verdict(self.queue, packet_id, NF_ACCEPT))
+                    out.append(self._accept(packet_id, changed, duplicate))
                     continue
                 due = max(now + rule.hold_for(self.rng), self.last_due.get(source, 0.0))
                 self.last_due[source] = due
                 if due <= now:
-                    out.append(verdict(self.queue, packet_id, NF_ACCEPT))
+                    out.append(self._accept(packet_id, changed, duplicate))
                 else:
                     self.order += 1
-                    heapq.heappush(self.held, (due, self.order, packet_id))
+                    heapq.heappush(self.held, (due, self.order, packet_id, changed, duplicate))
+
+    def _accept(self, packet_id: int, changed: bytes | None, duplicate: bytes | None) -> bytes:
+        if duplicate is not None:
+            self.duplicates.append(duplicate)
+        return verdict(self.queue, packet_id, NF_ACCEPT, changed)
+
+    def send_duplicates(self) -> None:
+        for packet in self.duplicates:
+            try:
+                self.raw.sendto(packet, (socket.inet_ntoa(packet[16:20]), 0))
+            except OSError:
+                pass  # a duplicate that cannot go is a duplicate lost, never a reason to stop
+        self.duplicates.clear()
 
     def release(self, now: float, everything: bool = False) -> list[bytes]:
         out = []
         while self.held and (everything or self.held[0][0] <= now):
-            out.append(verdict(self.queue, heapq.heappop(self.held)[2], NF_ACCEPT))
+            _, _, packet_id, changed, duplicate = heapq.heappop(self.held)
+            out.append(self._accept(packet_id, changed, duplicate))
         return out
 
     def send(self, messages: list[bytes]) -> None:
@@ -277,14 +375,15 @@ class Worker:
         pending = b""
         while True:
             now = time.monotonic()
-            timeout = max(0.0, self.held[0][0] - now) if self.held else 1.0
+            timeout = 0.0 if self.backlog else max(0.0, self.held[0][0] - now) if self.held else 1.0
             readable, _, _ = select.select([self.sock, control_fd], [], [], timeout)
             now = time.monotonic()
-            out = self.receive(now) if self.sock in readable else []
+            out = self.receive(now) if self.sock in readable or self.backlog else []
             if control_fd in readable:
                 chunk = os.read(control_fd, 65536)
                 if not chunk:  # the controller went away: let every held packet go, then stop
                     self.send(out + self.release(now, everything=True))
+                    self.send_duplicates()
                     return
                 pending += chunk
                 *lines, pending = pending.split(b"\n")
@@ -294,6 +393,8 @@ class Worker:
             out += self.release(now)
             if out:
                 self.send(out)
+            if self.duplicates:  # after their originals' verdicts
+                self.send_duplicates()
 
 
 def main(argv: list[str] | None = None) -> int:

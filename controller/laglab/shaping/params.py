@@ -155,6 +155,7 @@ class Shaping:
     corrupt: float = 0.0
     reorder: float = 0.0
     gemodel: tuple[float, float, float, float] | None = None  # netem's loss gemodel p r 1-h 1-k (fractions)
+    gap: int = 0  # netem's reorder gap: only a packet after gap - 1 delayed ones may be reordered
 
     @property
     def empty(self) -> bool:
@@ -171,7 +172,7 @@ class Shaping:
                 out[f.name] = format_time(value)
             elif f.name == "rate":
                 out[f.name] = format_rate(value)
-            elif f.name == "distribution":
+            elif f.name in ("distribution", "gap"):
                 out[f.name] = value
             elif f.name == "gemodel":
                 out[f.name] = dict(zip(GEMODEL_KEYS, (format_percent(v) for v in value), strict=True))
@@ -235,7 +236,7 @@ def parse_request(body: object) -> Request:
     """Validate a PUT /api/shaping/<service> body. Raises ParamError naming the first bad field."""
     if not isinstance(body, dict):
         raise ParamError("body", "expected a JSON object")
-    known = {*_PARSERS, "distribution", "gemodel", "peer", "direction", "duration"}
+    known = {*_PARSERS, "distribution", "gemodel", "gap", "peer", "direction", "duration"}
     for key in body:
         if key not in known:
             raise ParamError(str(key)[:64], f"unknown field; known fields: {', '.join(sorted(known))}")
@@ -244,7 +245,12 @@ def parse_request(body: object) -> Request:
     if distribution is not None and distribution not in DISTRIBUTIONS:
         raise ParamError("distribution", f"{distribution!r} is not one of {', '.join(DISTRIBUTIONS)}")
     gemodel = parse_gemodel(body["gemodel"]) if body.get("gemodel") is not None else None
-    shaping = Shaping(**values, distribution=distribution, gemodel=gemodel)
+    gap = body.get("gap") or 0
+    if isinstance(gap, bool) or not isinstance(gap, int) or not 0 <= gap <= 1000:
+        raise _out_of_range("gap", f"{gap!r} is not a whole number of packets 1..1000")
+    shaping = Shaping(**values, distribution=distribution, gemodel=gemodel, gap=gap)
+    if shaping.gap and not shaping.reorder:
+        raise _rule("gap", "needs a reorder")
     if shaping.gemodel and shaping.loss:
         raise _rule("gemodel", "a loss model instead of loss, not both")
     if shaping.jitter and not shaping.delay:

@@ -38,6 +38,9 @@ class Hold:
     correlation: float = 0.0  # of successive draws (jitter, loss, reorder), as netem's
     reorder: float = 0.0  # this share goes at once, ahead of the held packets
     gemodel: tuple[float, float, float, float] | None = None  # Gilbert-Elliott loss: p r 1-h 1-k
+    duplicate: float = 0.0
+    corrupt: float = 0.0
+    gap: int = 0
 
     def plus(self, other: Hold) -> Hold:
         return Hold(
@@ -48,6 +51,9 @@ class Hold:
             correlation=max(self.correlation, other.correlation),
             reorder=max(self.reorder, other.reorder),
             gemodel=self.gemodel or other.gemodel,
+            duplicate=max(self.duplicate, other.duplicate),
+            corrupt=max(self.corrupt, other.corrupt),
+            gap=max(self.gap, other.gap),
         )
 
     def as_worker_rule(self) -> dict:
@@ -59,6 +65,9 @@ class Hold:
             "correlation": self.correlation,
             "reorder": self.reorder,
             "gemodel": list(self.gemodel) if self.gemodel else None,
+            "duplicate": self.duplicate,
+            "corrupt": self.corrupt,
+            "gap": self.gap,
         }
 
 
@@ -79,8 +88,10 @@ class NamespacePlan:
 
 def hold_of(shaping: Shaping) -> Hold | None:
     s = shaping
-    hold = Hold(s.delay, s.jitter, s.loss, s.distribution, s.correlation, s.reorder, s.gemodel)
-    return None if not (hold.delay or hold.jitter or hold.loss or hold.gemodel) else hold
+    hold = Hold(s.delay, s.jitter, s.loss, s.distribution, s.correlation, s.reorder, s.gemodel, s.duplicate,
+                s.corrupt, s.gap)  # fmt: skip
+    acts = hold.delay or hold.jitter or hold.loss or hold.gemodel or hold.duplicate or hold.corrupt
+    return hold if acts else None
 
 
 def build(entries: list[Entry], ips: dict[str, str]) -> dict[str, NamespacePlan]:
@@ -122,6 +133,7 @@ def combine(a: Shaping, b: Shaping) -> Shaping:
         corrupt=max(a.corrupt, b.corrupt),
         reorder=max(a.reorder, b.reorder),
         gemodel=a.gemodel or b.gemodel,
+        gap=max(a.gap, b.gap),
     )
 
 

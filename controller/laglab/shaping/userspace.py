@@ -132,11 +132,11 @@ class UserspaceBackend:
     @staticmethod
     def unsupported(entry: Entry) -> tuple[str, str] | None:
         s: Shaping = entry.shaping
-        for field in ("duplicate", "corrupt"):
-            if getattr(s, field):
-                return field, "not supported by the userspace backend (this kernel has no sch_netem)"
         if s.rate and entry.direction != "egress":
-            return "rate", "a rate applies to egress only"
+            return "rate", (
+                "a rate applies to what a service sends; to limit what it receives, put the rate on each "
+                "sender's link to it (PUT /api/shaping/<sender> with its rate and this service as peer)"
+            )
         return None
 
     def plan(self, entries: list[Entry], ips: dict[str, str]) -> dict[str, NamespacePlan]:

@@ -105,9 +105,10 @@ def test_bad_input_is_refused_and_nothing_is_applied(api, backend):
     if backend == "userspace":
         cases.append(
             (
-                {"delay": "10ms", "duplicate": "1%"},
+                {"rate": "10mbit", "direction": "ingress"},
                 422,
-                "duplicate: not supported by the userspace backend (this kernel has no sch_netem)",
+                "rate: a rate applies to what a service sends; to limit what it receives, put the rate on each "
+                "sender's link to it (PUT /api/shaping/<sender> with its rate and this service as peer)",
             )
         )
     for body, status, message in cases:

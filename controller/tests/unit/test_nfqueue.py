@@ -16,7 +16,7 @@ def packet_message(packet_id: int, source: str) -> bytes:
 
 def test_parse_two_packets_in_one_datagram():
     data = packet_message(7, "10.0.0.2") + packet_message(8, "10.0.0.9")
-    assert list(nfqueue.parse_packets(data)) == [(7, "10.0.0.2"), (8, "10.0.0.9")]
+    assert [(i, source) for i, source, _ in nfqueue.parse_packets(data)] == [(7, "10.0.0.2"), (8, "10.0.0.9")]
 
 
 def test_verdict_message_layout():
@@ -50,9 +50,8 @@ class FakeSocket:
 def worker_with(datagrams, rules):
     import random
 
-    worker = object.__new__(nfqueue.Worker)  # no netlink socket: the packet logic only
-    worker.queue, worker.rng, worker.held, worker.last_due, worker.order = 0, random.Random(7), [], {}, 0
-    worker.sock = FakeSocket(datagrams)
+    worker = nfqueue.Worker(0, connect=False)  # no netlink socket: the packet logic only
+    worker.rng, worker.sock = random.Random(7), FakeSocket(datagrams)
     worker.set_rules(rules)
     return worker
 
@@ -132,3 +131,42 @@ def test_gilbert_elliott_loses_in_bursts_at_the_models_ratio():
     runs = [len(r) for r in "".join("x" if x else "." for x in lost).split(".") if r]
     assert abs(sum(lost) / len(lost) - 0.01 / 0.26) <= 0.005
     assert abs(sum(runs) / len(runs) - 4.0) <= 0.4
+
+
+def whole_packet(packet_id: int, source: str, body: bytes = b"payload-bytes-0123456789") -> bytes:
+    """A queued packet copied whole (the queue's mode when a rule duplicates or corrupts)."""
+    hdr = nfqueue.nlattr(nfqueue.NFQA_PACKET_HDR, struct.pack("!IHB", packet_id, 0x0800, 1) + b"\0")
+    ip = bytes([0x45]) + bytes(11) + socket.inet_aton(source) + socket.inet_aton("10.0.0.3") + body
+    return nfqueue.nlmsg(nfqueue.NFQNL_MSG_PACKET, 0, hdr + nfqueue.nlattr(nfqueue.NFQA_PAYLOAD, ip))
+
+
+def verdict_payload(message: bytes) -> bytes | None:
+    """The NFQA_PAYLOAD of a verdict, if it carries one (after the 12-byte verdict header attribute)."""
+    offset = 16 + 4 + 12
+    if len(message) <= offset:
+        return None
+    length = struct.unpack_from("=H", message, offset)[0]
+    return message[offset + 4 : offset + length]
+
+
+def test_corrupt_flips_one_bit_and_duplicate_sends_a_copy_after_the_original():
+    worker = worker_with([], {"10.0.0.2": {"delay": 0.01, "corrupt": 1.0}, "10.0.0.9": {"duplicate": 1.0, "loss": 0.0}})
+    assert worker.whole  # the rules ask for whole packets (the queue is told so when connected)
+    original = nfqueue.parse_packets(whole_packet(1, "10.0.0.2"))
+    sent = next(original)[2]
+    worker.sock.datagrams += [whole_packet(1, "10.0.0.2"), whole_packet(2, "10.0.0.9")]
+    out = worker.receive(now=0.0)  # packet 2: no delay, accepted at once, its copy queued to go after it
+    assert verdict_ids(out) == [2] and verdict_payload(out[0]) is None and len(worker.duplicates) == 1
+    out = worker.release(now=0.02)
+    changed = verdict_payload(out[0])
+    assert verdict_ids(out) == [1] and len(changed) == len(sent)
+    flipped = [bin(a ^ b).count("1") for a, b in zip(sent, changed, strict=True)]
+    assert sum(flipped) == 1  # one bit, checksums left as they were
+
+
+def test_reorder_gap_lets_only_every_nth_packet_go_ahead():
+    import random
+
+    rng = random.Random(1)
+    rule = nfqueue.Rule(delay=0.01, reorder=1.0, gap=5)
+    assert [rule.goes_at_once(rng) for _ in range(10)] == [False, False, False, False, True] * 2

@@ -51,7 +51,7 @@ def test_userspace_golden_chain_and_rules():
     ]
     assert json.loads(backends.worker_rules(plans["mysql-target"])) == {
         "10.0.0.2": {"delay": 0.125, "jitter": 0.005, "loss": 0.005, "distribution": "uniform", "correlation": 0.0,
-                     "reorder": 0.0, "gemodel": None}
+                     "reorder": 0.0, "gemodel": None, "duplicate": 0.0, "corrupt": 0.0, "gap": 0}
     }  # fmt: skip
 
 
@@ -66,9 +66,9 @@ def test_userspace_golden_htb_per_peer():
 
 def test_userspace_refuses_what_it_cannot_honour():
     refuse = backends.UserspaceBackend.unsupported
-    assert refuse(Entry("a", None, "egress", Shaping(delay=0.1, duplicate=0.01)))[0] == "duplicate"
     assert refuse(Entry("a", None, "ingress", Shaping(rate=1e6)))[0] == "rate"
-    assert refuse(Entry("a", None, "egress", Shaping(delay=0.1, corrupt=0.01)))[0] == "corrupt"
+    # netem's whole vocabulary: the worker does it all; only a rate on ingress stays refused
+    assert refuse(Entry("a", None, "egress", Shaping(delay=0.1, corrupt=0.01, duplicate=0.01))) is None
     # netem's distributions, correlation and reorder: the worker does them too
     assert refuse(Entry("a", None, "egress", Shaping(delay=0.1, jitter=0.01, distribution="pareto"))) is None
     assert refuse(Entry("a", None, "egress", Shaping(delay=0.1, reorder=0.2, loss=0.1, correlation=0.5))) is None
@@ -173,3 +173,10 @@ def test_gemodel_maps_one_to_one_to_netems_words():
         else:
             raise AssertionError(f"{body} was accepted")
     assert backends.UserspaceBackend.unsupported(Entry("a", None, "egress", simple)) is None
+
+
+def test_kernel_takes_the_correlation_and_gap_where_netem_does():
+    args = backends.KernelBackend.netem_args(
+        Shaping(delay=0.01, reorder=0.25, gap=5, duplicate=0.1, correlation=0.5), None
+    )
+    assert args[5:] == ["duplicate", "10%", "50%", "reorder", "25%", "50%", "gap", "5"]
