@@ -101,7 +101,7 @@ class ShapingBody(Body):
     duplicate: Percent | None = None
     corrupt: Percent | None = None
     reorder: Percent | None = Field(None, description="needs a delay")
-    gap: Int | None = Field(None, ge=1, le=1000, description="netem's reorder gap; needs a reorder")
+    gap: Annotated[int, Field(ge=1, le=1000)] | None = Field(None, description="netem's reorder gap; needs a reorder")
     peer: Service | None = Field(None, description="only the link to this service")
     direction: Literal[DIRECTIONS] = "egress"  # type: ignore[valid-type]
     duration: Time | None = Field(None, examples=["60s"], description="revert by itself after this long (1s..24h)")
