@@ -167,6 +167,16 @@ def wait_executed(conn: pymysql.connections.Connection, dialect: Dialect, gtids:
         return bool(cur.fetchone()["done"])
 
 
+def server_version(endpoint: Endpoint) -> str:
+    conn = connect(endpoint, timeout=5)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT VERSION() AS v")
+            return cur.fetchone()["v"]
+    finally:
+        conn.close()
+
+
 def server_dialect(conn: pymysql.connections.Connection) -> Dialect:
     with conn.cursor() as cur:
         cur.execute("SELECT VERSION() AS v")

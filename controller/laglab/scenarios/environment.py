@@ -5,21 +5,12 @@ from __future__ import annotations
 import os
 import platform
 
-from ..db import connect
+from ..db import server_version
 
 
 def describe(lab) -> dict:
-    versions = {}
-    for endpoint in (lab.source, lab.target):
-        conn = connect(endpoint, timeout=5)
-        try:
-            with conn.cursor() as cur:
-                cur.execute("SELECT VERSION() AS v")
-                versions[endpoint.name] = cur.fetchone()["v"]
-        finally:
-            conn.close()
     return {
-        "server_versions": versions,
+        "server_versions": {endpoint.name: server_version(endpoint) for endpoint in (lab.source, lab.target)},
         "images": {service: lab.containers.image(c) for service, c in lab.containers.list().items()},
         "kernel": platform.release(),
         "shaping_backend": lab.shaping.backend.name,
