@@ -130,3 +130,45 @@ def test_make_downs_removal_leaves_no_rule_of_the_project_on_the_host():
                         "laglab/controller:dev", "python", "-m", "laglab.shaping.userspace", "remove",
                         "laglab-it-other"], capture_output=True, timeout=120, check=False)  # fmt: skip
         assert other not in raw("-S")
+
+
+def ping_run(settings, count=2000) -> tuple[dict[int, float], int]:
+    """Plain ping from loadgen's namespace to mysql-target, 2 ms apart: (seq -> RTT of the first reply,
+    duplicate replies)."""
+    argv = ["docker", "run", "--rm", "--network", f"container:{settings.COMPOSE_PROJECT_NAME}-loadgen-1",
+            "laglab/loadgen:dev", "ping", "-n", "-c", str(count), "-i", "0.002", "-W", "2", "mysql-target"]  # fmt: skip
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=180, check=False).stdout
+    seqs: dict[int, float] = {}
+    for m in re.finditer(r"icmp_seq=(\d+) .*time=([\d.]+) ms", out):
+        seqs.setdefault(int(m.group(1)), float(m.group(2)))
+    return seqs, out.count("(DUP!)")
+
+
+COUNT = 3000  # pings 2 ms apart per impairment
+
+
+@pytest.mark.parametrize(
+    ("body", "figure", "asked", "tolerance"),
+    [
+        ({"loss": "20%"}, "lost", 0.20, 0.03),
+        ({"loss": "20%", "correlation": "50%"}, "lost", 0.20, 0.04),  # correlated: the ratio still holds
+        ({"duplicate": "10%"}, "duplicated", 0.10, 0.03),
+        ({"corrupt": "10%"}, "lost", 0.10, 0.03),  # a flipped bit fails the receiver's checksum: no reply
+        ({"delay": "10ms", "reorder": "25%"}, "early", 0.25, 0.04),
+        # bursts make the ratio vary more: ~80 bad periods in 3000 packets, 2 points of standard deviation
+        ({"gemodel": {"p": "5%", "r": "25%"}}, "lost", 0.05 / 0.30, 0.06),
+    ],
+)
+def test_each_impairment_is_what_was_asked_on_the_lab(api, settings, body, figure, asked, tolerance):
+    put(api, "loadgen", {**body, "peer": "mysql-target"})
+    seqs, dups = ping_run(settings, COUNT)
+    measured = {
+        "lost": 1 - len(seqs) / COUNT,
+        "duplicated": dups / COUNT,
+        "early": sum(1 for t in seqs.values() if t < 5.0) / max(1, len(seqs)),
+    }[figure]
+    assert abs(measured - asked) <= tolerance, (body, measured)
+    if "gemodel" in body:  # bursts: runs of 1 / r = 4 lost packets, where random loss gives 1.2
+        lost = "".join("." if seq in seqs else "x" for seq in range(1, COUNT + 1))
+        runs = [len(r) for r in lost.split(".") if r]
+        assert 2.5 <= statistics.fmean(runs) <= 6.0, runs[:20]
