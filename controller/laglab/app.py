@@ -17,6 +17,7 @@ from .counters import Counters
 from .db import Endpoint, lab_endpoints
 from .events import Events
 from .executor import Executor
+from .faults import FaultManager
 from .lag import LagRecorder
 from .load import LoadGenerator
 from .openapi import OPEN_PATHS
@@ -45,6 +46,7 @@ class Lab:
     shaping: ShapingManager | None = None
     counters: Counters | None = None
     load: LoadGenerator | None = None
+    faults: FaultManager | None = None
     netem_available: bool | None = None
 
 
@@ -77,6 +79,7 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
             containers, executor, backend, Path(app.config["SHAPING_STATE"]), events=lab.events
         )
         lab.load = LoadGenerator(containers, settings)
+        lab.faults = FaultManager(containers, events=lab.events)
         lab.shaping.start()
         if lab.run is not None:
             lab.counters = Counters(containers, executor, lab.run)
@@ -159,6 +162,11 @@ def shutdown(app: Flask, clear_kernel: bool, run_grace: float = 20.0) -> None:
         run.wait(max(0.1, deadline - time.monotonic()))
     if lab.load is not None and lab.load.running:
         lab.load.stop(wait=5)
+    if lab.faults is not None:
+        try:
+            lab.faults.stop()
+        except Exception as error:  # shutting down: log and go on
+            errors.log.error("undoing faults at exit failed: %s", error)
     if lab.counters:
         lab.counters.stop()
     if lab.shaping:

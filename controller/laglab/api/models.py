@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from ..faults import ACTIONS
 from ..load import SCRIPTS
 from ..shaping.params import DIRECTIONS, DISTRIBUTIONS, PERCENT_PATTERN, RATE_PATTERN, SERVICE_PATTERN, TIME_PATTERN
 
@@ -115,6 +116,19 @@ class LoadBody(Body):
     tables: Int = Field(4, ge=1, le=64)
     rows: Int = Field(10000, ge=1, le=1000000)
     prepare: bool = Field(False, description="sysbench cleanup + prepare first")
+
+
+class FaultBody(Body):
+    service: Service
+    action: Literal[tuple(ACTIONS)]  # type: ignore[valid-type]
+    duration: Time | None = Field(None, examples=["20s"], description="undo after this long (not for restart)")
+
+
+class PartitionBody(Body):
+    a: list[Service] = Field(min_length=1, max_length=32)
+    b: list[Service] = Field(min_length=1, max_length=32)
+    oneway: bool = Field(False, description="only a -> b is cut; b still reaches a")
+    duration: Time | None = Field(None, examples=["60s"], description="heal after this long")
 
 
 class RunBody(Body):
@@ -285,6 +299,37 @@ class Run(Out):
     eta_seconds: float
     results: str
     summary: list[dict] | None
+
+
+class Fault(Out):
+    id: str
+    service: str
+    action: str
+    duration_seconds: float | None
+    asked: str = Field(description="when it was asked (UTC)")
+    effect: str | None = Field(description="when the container's state showed it")
+    effect_ms: float | None
+    undo: str | None = Field(description="the action that undoes it after its duration")
+    undone: str | None
+    active: bool
+    error: str | None
+
+
+class Faults(Out):
+    active: list[Fault]
+    recent: list[Fault] = Field(description="newest first")
+
+
+class Partition(Out):
+    id: str
+    a: list[str]
+    b: list[str]
+    oneway: bool
+    expires_in: str | None
+
+
+class Partitions(Out):
+    partitions: list[Partition]
 
 
 class Runs(Out):

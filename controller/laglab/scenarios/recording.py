@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from ..counters import counter_delta
 from ..stats import percentile
 
+CAUGHT_UP_BELOW = 1.0  # seconds of lag: the replica counts as caught up again after a disruption
+
 
 def slope(samples: list[tuple[float, float]]) -> float | None:
     """Least-squares slope (seconds of lag per second) of (time, lag) pairs."""
@@ -125,6 +127,12 @@ class PointRecording:
         self._bytes: dict[tuple[str, str], _LinkBytes] = {}
         self._lock = threading.Lock()
         self._past_end = {name: threading.Event() for name in feeds}  # only the feeds that will publish
+        self._catch_up: list[dict] = []  # timeline events whose catch-up is not seen yet
+
+    def watch_catch_up(self, event: dict) -> None:
+        """Set event["catch_up_seconds"]: from its effect to the first sample with lag < 1 s."""
+        with self._lock:
+            self._catch_up.append(event)
 
     # --- subscribers of the recorders' feeds ---
     def on_lag(self, sample) -> None:
@@ -142,6 +150,10 @@ class PointRecording:
             if self.start is not None and sample.epoch >= self.start and sample.lag_seconds is not None:
                 self.lags.append(sample.lag_seconds)
                 self.slope.add(sample.epoch, sample.lag_seconds)
+            if sample.status == "ok" and sample.lag_seconds is not None and sample.lag_seconds < CAUGHT_UP_BELOW:
+                for event in [e for e in self._catch_up if sample.epoch >= e["effect_epoch"]]:
+                    event["catch_up_seconds"] = round(sample.epoch - event["effect_epoch"], 3)
+                    self._catch_up.remove(event)
 
     def on_links(self, rows: list[dict]) -> None:
         with self._lock:

@@ -54,7 +54,17 @@ def lag_plot(run: Path, summary: dict) -> str | None:
         ax.annotate(
             f" {label}", (xs[0], 1), xycoords=("data", "axes fraction"), rotation=90, va="top", fontsize=7, color="grey"
         )
-    ax.set_xlabel("seconds since the first point started (dashed: shaping changed)")
+    events = [e for p in summary.get("points", []) for e in p.get("timeline") or [] if e.get("effect_epoch")]
+    for event in events:
+        x = float(event["effect_epoch"]) - t0
+        colour = "tab:green" if event.get("ends_disruption") else "tab:red"
+        ax.axvline(x, color=colour, ls=":", lw=0.9)
+        ax.annotate(f" {event['step']}", (x, 0.02), xycoords=("data", "axes fraction"), fontsize=7, color=colour)
+    ax.set_xlabel(
+        "seconds since the first point started (dashed: shaping changed"
+        + ("; dotted: timeline step, red = disruption starts, green = ends" if events else "")
+        + ")"
+    )
     ax.set_ylabel("replication lag (s)")
     ax.set_title(f"{summary.get('scenario')}: lag over time")
     fig.tight_layout()
@@ -234,6 +244,7 @@ def render(run: Path) -> Path:
             f"{_fmt(p.get('p95_lag_seconds'))} | {_fmt(p.get('lag_slope'), 4)} | {_fmt(p.get('tps'), 1)} | {_fmt(p.get('qps'), 1)} | "
             f"{_fmt(p.get('link_mbit'))} / {_fmt(p.get('reverse_link_mbit'))} | {_fmt(p.get('binlog_mbit'))} | {checks} |"
         )
+    lines += timeline_lines(summary)
     lines += replicator_lines(summary)
     lines += cluster_lines(summary)
     best = sustained(summary)
@@ -270,7 +281,8 @@ def render(run: Path) -> Path:
         lines += ["", "## Plots", ""] + [f"![{p}]({p})" for p in plots]
     lines += [
         "",
-        "Files: `scenario.yaml` (resolved), `environment.json`, `summary.json`, `lag.csv`, `links.csv`, `load.csv`.",
+        "Files: `scenario.yaml` (resolved), `environment.json`, `summary.json`, `lag.csv`, `links.csv`, `load.csv`"
+        + (", `events.csv`." if any(p.get("timeline") for p in summary.get("points", [])) else "."),
         "",
     ]
     out = run / "report.md"
@@ -310,4 +322,42 @@ def replicator_lines(summary: dict) -> list[str]:
             f"| {p['point']} | {params} | {_fmt(p.get('max_lag_seconds'))} | {_fmt(m.get('max_delay_seconds'), 0)} | "
             f"{_fmt(m.get('network_in_mbit'))} / {_fmt(m.get('network_out_mbit'))} |"
         )
+    return lines
+
+
+def timeline_lines(summary: dict) -> list[str]:
+    """Every timeline step of every point: when it was asked, how long it took to take effect, and
+    how long the replica took to catch up (lag < 1 s) after each disruption ended."""
+    points = [p for p in summary.get("points", []) if p.get("timeline")]
+    if not points:
+        return []
+    lines = [
+        "",
+        "## Timeline",
+        "",
+        "Offsets from the start of the point's measured window. Catch-up: from the end of a disruption "
+        "(heal, undo, an instant fault) to the first lag sample under 1 s.",
+        "",
+        "| point | step | at (s) | what | took effect after (ms) | catch-up (s) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for p in points:
+        start = min(float(e["asked_epoch"]) for e in p["timeline"])
+        window_start = p.get("window_start_epoch", start)
+        for e in p["timeline"]:
+            if e.get("error"):
+                effect, catch_up = f"**failed**: {e['error']}", "-"
+            else:
+                effect = _fmt(e.get("effect_ms"), 1)
+                if not e.get("ends_disruption"):
+                    catch_up = ""
+                elif e.get("catch_up_seconds") is None:
+                    catch_up = "**not caught up** in the window"
+                else:
+                    catch_up = _fmt(e["catch_up_seconds"], 2)
+            at = _fmt(float(e["asked_epoch"]) - window_start, 1)
+            lines.append(f"| {p['point']} | {e['step']} | {at} | {e['text']} | {effect} | {catch_up} |")
+        if p.get("catch_ups"):
+            lines += ["", f"Point {p['point']}: longest catch-up {_fmt(p.get('max_catch_up_seconds'), 2)} s "
+                      f"over {p['catch_ups']} disruption(s)."]  # fmt: skip
     return lines

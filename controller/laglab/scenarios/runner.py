@@ -23,6 +23,7 @@ from ..shaping.params import parse_request
 from . import environment, measure, report, summarise
 from .recording import PointRecording
 from .spec import Plan, Point, describe_point
+from .timeline import EVENT_COLUMNS, TimelineRun
 
 log = logging.getLogger("laglab.runs")
 LOAD_COLUMNS = ["point", "time", "epoch", "elapsed_s", "threads", "tps", "qps", "latency_p95_ms", "errors_per_s"]
@@ -64,6 +65,8 @@ class ScenarioRun:
         self._load_series = self.run.series("load.csv", LOAD_COLUMNS)
         self._lag_series = self.run.series("lag.csv", LAG_COLUMNS)
         self._link_series = self.run.series("links.csv", LINK_COLUMNS)
+        self._event_series = self.run.series("events.csv", EVENT_COLUMNS) if plan.scenario.timeline else None
+        self._timeline: TimelineRun | None = None
         self._recording: PointRecording | None = None
         self.replicators: dict = {}  # kind -> the replicator driving it, in the order first used
         self.replicator = None  # the kind of the point running (or last run)
@@ -143,8 +146,9 @@ class ScenarioRun:
             self._cleanup()
             self.finished = time.time()
             self.run.write_json("summary.json", self._summary_doc(consistency_report))
-            for series in (self._load_series, self._lag_series, self._link_series):
-                series.close()
+            for series in (self._load_series, self._lag_series, self._link_series, self._event_series):
+                if series is not None:
+                    series.close()
             try:
                 report.render(self.run.path)
             except Exception as error:  # a report problem must not hide the run's own status
@@ -234,17 +238,40 @@ class ScenarioRun:
             feeds=feeds + (("links",) if self.lab.counters is not None else ()),
         )
 
+        timeline = None
+        if point.scenario.timeline:
+            timeline = self._timeline = TimelineRun(
+                self.lab, point.scenario.timeline, point.scenario.load.duration, point.index + 1, self._on_event
+            )
+
         def window_opens(start: float) -> None:
             self._recording.measure_from(start)
+            if timeline is not None:
+                timeline.start(start)
             self._check("load (measuring)")
 
         phase = measure.LoadPhase(self.lab, plan.load, point.index + 1, self.id, self._load_series, self._sleep)
         window = phase.run(replicator, window_opens)
+        if timeline is not None:
+            timeline.stop()  # what is still in force is undone: those events come after the window
+            self._timeline = None
         self._recording.close(window.end)
         figures = self._recording.figures()
         self._recording = None
+        events = timeline.events if timeline is not None else []
+        for event in events:
+            self._event_series.append(event)
         extra = replicator.summary(point.scenario, window.samples)
-        return summarise.point_result(point, plan, verification, window, figures, extra)
+        return summarise.point_result(point, plan, verification, window, figures, extra, events)
+
+    def _on_event(self, event: dict) -> None:
+        """A timeline event as it happens: a dashboard marker; the replica's catch-up is watched after
+        a disruption ends."""
+        if self.lab.events is not None:
+            state = f"error: {event['error']}" if event.get("error") else f"+{event['effect_ms']:g} ms"
+            self.lab.events.add("timeline", f"point {event['point']} step {event['step']}: {event['text']} ({state})")
+        if event.get("ends_disruption") and event.get("effect_epoch") and self._recording is not None:
+            self._recording.watch_catch_up(event)
 
     # --- after the last point, and always ---
     def _consistency(self) -> dict:
@@ -260,7 +287,7 @@ class ScenarioRun:
         return summarise.merge_consistency(reports)
 
     def _cleanup(self) -> None:
-        steps = [self._stop_load, self.lab.shaping.clear]
+        steps = [self._stop_timeline, self._stop_load, self.lab.shaping.clear]
         ordered = [self.replicator] + [r for r in self.replicators.values() if r is not self.replicator]
         steps += [r.restore for r in ordered if r is not None]
         for step in steps:
@@ -269,6 +296,12 @@ class ScenarioRun:
             except Exception as error:
                 log.error("cleanup step failed: %s", error)
                 self.reason = self.reason or f"cleanup: {error}"
+
+    def _stop_timeline(self) -> None:
+        """An interrupted point's timeline: undo its partitions, faults and shaping still in force."""
+        if self._timeline is not None:
+            self._timeline.stop()
+            self._timeline = None
 
     def _stop_load(self) -> None:
         load = self.lab.load

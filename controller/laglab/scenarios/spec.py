@@ -13,26 +13,32 @@ import itertools
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Literal
 
 import yaml
 from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
     Field,
-    PlainSerializer,
     ValidationError,
-    ValidationInfo,
     field_validator,
     model_validator,
 )
 
 from ..load import SCRIPTS, Profile
 from ..replicators import KINDS
-from ..shaping.params import ParamError, format_time, parse_percent, parse_rate, parse_time
+from ..shaping.params import ParamError, format_time, parse_percent, parse_rate
+from .fields import Seconds, Section
+from .timeline import Step
 
-METRICS = ("max_lag_seconds", "p95_lag_seconds", "lag_slope", "tps", "qps", "link_mbit", "load_seconds")
+METRICS = (
+    "max_lag_seconds",
+    "p95_lag_seconds",
+    "lag_slope",
+    "tps",
+    "qps",
+    "link_mbit",
+    "load_seconds",
+    "max_catch_up_seconds",
+)
 SWEEPABLE = (
     "link.rtt",
     "link.rate",
@@ -61,32 +67,7 @@ class ScenarioError(ValueError):
         self.path, self.message = path, message
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-def _seconds(high: float):
-    """A scenario time: '125ms', '1.5s', '500us' -> seconds, parsed once here and never again.
-
-    A bare number is refused with the units to use: in tc a bare number means microseconds, in a
-    scenario file most people would mean seconds, and guessing either way silently changes an
-    experiment by a factor of a million. Dumped (results, resolved copy) as a time string again."""
-
-    def parse(value: object, info: ValidationInfo) -> float:
-        bare = value.strip() if isinstance(value, str) else value
-        if isinstance(bare, str) and re.fullmatch(r"[\d.]+", bare):
-            bare = float(bare)
-        if isinstance(bare, (int, float)) and not isinstance(bare, bool):
-            raise ValueError(f"{value!r} has no unit; write it like '{bare:g}s' or '{bare:g}ms' (units: us, ms, s)")
-        try:
-            return parse_time(info.field_name, value, high=high)
-        except ParamError as error:
-            raise ValueError(error.message) from None
-
-    return Annotated[float, BeforeValidator(parse), PlainSerializer(format_time, return_type=str)]
-
-
-class Replicator(_Model):
+class Replicator(Section):
     """The kind (laglab.replicators.KINDS) and every kind's options; each kind owns its own (the class's
     `options`) and an option of another kind is an error naming it."""
 
@@ -131,15 +112,15 @@ class Replicator(_Model):
         raise ValueError(f"{value!r} is not a whole number of ms (1..3600000) or 'auto'")
 
 
-class Data(_Model):
+class Data(Section):
     tables: int = Field(4, ge=1, le=64)
     rows: int = Field(10000, ge=1, le=10_000_000)
 
 
-class Link(_Model):
+class Link(Section):
     between: tuple[str, str] = ("mysql-source", "mysql-target")
-    rtt: _seconds(120.0) = 0.0
-    jitter: _seconds(120.0) = 0.0
+    rtt: Seconds(120.0) = 0.0
+    jitter: Seconds(120.0) = 0.0
     loss: str = "0%"
     rate: str | None = None
 
@@ -181,20 +162,20 @@ class Link(_Model):
         return body
 
 
-class Cluster(_Model):
+class Cluster(Section):
     """A three-node cluster scenario: load on `write_node`, extra delay on everything `delayed_node` sends."""
 
     write_node: int = Field(1, ge=1, le=3)
     delayed_node: int = Field(3, ge=1, le=3)
-    delay: _seconds(60.0) = 0.0
+    delay: Seconds(60.0) = 0.0
 
 
-class Load(_Model):
+class Load(Section):
     tool: Literal["sysbench", "mysqlslap", "none"] = "sysbench"
     script: Literal[SCRIPTS] = "oltp_write_only"  # type: ignore[valid-type]
     threads: int = Field(4, ge=1, le=1024)
     rate: int = Field(0, ge=0, le=1_000_000, description="transactions per second (sysbench --rate); 0 = unlimited")
-    duration: _seconds(86400.0) = 60.0
+    duration: Seconds(86400.0) = 60.0
     target: str = "mysql-source"
     protocol: Literal["plain", "compressed", "tls"] = "plain"  # sysbench --mysql-compression / --mysql-ssl
     # mysqlslap: `threads` is --concurrency; it runs `queries` of `query` once (duration is not used).
@@ -208,14 +189,14 @@ class Load(_Model):
         return max(1, round(self.duration))
 
 
-class Verify(_Model):
+class Verify(Section):
     rtt_tolerance_ms: float = Field(5.0, ge=0)
     rtt_tolerance_pct: float = Field(10.0, ge=0)
     rate_tolerance_pct: float = Field(15.0, ge=0)
     throughput_seconds: int = Field(2, ge=1, le=30)
 
 
-class Assertion(_Model):
+class Assertion(Section):
     metric: Literal[METRICS]  # type: ignore[valid-type]
     op: Literal["<", "<=", ">", ">="]
     value: float
@@ -234,16 +215,17 @@ class Assertion(_Model):
         return f"{self.metric} {self.op} {self.value:g}"
 
 
-class Scenario(_Model):
+class Scenario(Section):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")
     description: str = ""
     replicator: Replicator = Replicator()
     data: Data = Data()
     link: Link = Link()
     load: Load = Load()
-    warmup: _seconds(3600.0) = 5.0
+    warmup: Seconds(3600.0) = 5.0
     verify: Verify = Verify()
     cluster: Cluster | None = None
+    timeline: list[Step] = []
     assertions: list[Assertion] = []
 
     @model_validator(mode="after")
@@ -262,6 +244,14 @@ class Scenario(_Model):
                 raise ValueError("cluster.delayed_node: must not be the write_node")
             if self.load.tool == "sysbench":
                 raise ValueError("load.tool: cluster scenarios run mysqlslap (or none)")
+        if self.timeline and self.load.tool == "mysqlslap":
+            raise ValueError("timeline: needs a load that runs for load.duration (sysbench or none), not mysqlslap")
+        for index, step in enumerate(self.timeline):
+            if not step.occurrences(self.load.duration):
+                raise ValueError(
+                    f"timeline.{index}.at: {format_time(step.at)} is not within the measured window "
+                    f"(load.duration {format_time(self.load.duration)})"
+                )
         return self
 
     def load_profile(self) -> Profile:
@@ -318,7 +308,7 @@ class PointPlan:
     links: tuple[tuple[str, str], ...]  # link counters recorded for the point (both directions)
 
 
-class Point(_Model):
+class Point(Section):
     index: int
     params: dict[str, object]
     scenario: Scenario
@@ -348,7 +338,7 @@ class Point(_Model):
         return PointPlan(shaping, verify, load, ((a, b), (b, a)))
 
 
-class Plan(_Model):
+class Plan(Section):
     scenario: Scenario
     sweep: dict[str, list]
     points: list[Point]
@@ -385,6 +375,8 @@ def _format_errors(error: ValidationError, prefix: str = "") -> ScenarioError:
     named = message.split(": ", 1)[0] if ": " in message else None
     if named is not None and named.startswith(path) and " " not in named:  # a rule across keys names its key
         path, message = message.split(": ", 1)
+    elif named is not None and " " not in named and "'" not in named:  # a rule of a section names a key in it
+        path, message = f"{path}.{named}", message.split(": ", 1)[1]
     if first["type"] == "extra_forbidden":
         message = "unknown key"
     elif first["type"] == "literal_error":
@@ -392,8 +384,10 @@ def _format_errors(error: ValidationError, prefix: str = "") -> ScenarioError:
     return ScenarioError(f"{prefix}{path}" or "scenario", message)
 
 
-def load_text(text: str, quick: bool = False, source: str = "scenario") -> Plan:
-    """Parse, apply `quick` overrides if asked, expand the sweep, validate every point."""
+def load_text(text: str, quick: bool = False, source: str = "scenario", base_dir: Path | None = None) -> Plan:
+    """Parse, apply `quick` overrides if asked, expand the sweep, validate every point. Files the
+    scenario names (a timeline's traces) are read from `base_dir`, the scenarios folder."""
+    context = {"base_dir": base_dir}
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as error:
@@ -418,7 +412,7 @@ def load_text(text: str, quick: bool = False, source: str = "scenario") -> Plan:
         if not isinstance(values, list) or not values:
             raise ScenarioError(f"sweep.{dotted}", "must be a non-empty list")
     try:
-        base = Scenario.model_validate(raw)
+        base = Scenario.model_validate(raw, context=context)
     except ValidationError as error:
         raise _format_errors(error) from None
     points = []
@@ -428,14 +422,15 @@ def load_text(text: str, quick: bool = False, source: str = "scenario") -> Plan:
         for dotted, value in params.items():
             _set(tree, dotted, value)
         try:
-            points.append(Point(index=index, params=params, scenario=Scenario.model_validate(tree)))
+            scenario = Scenario.model_validate(tree, context=context)
+            points.append(Point(index=index, params=params, scenario=scenario))
         except ValidationError as error:
             raise _format_errors(error, prefix=f"sweep point {index + 1} ({_describe(params)}): ") from None
     return Plan(scenario=base, sweep=sweep, points=points, quick=quick)
 
 
 def load_file(path: Path, quick: bool = False) -> Plan:
-    return load_text(Path(path).read_text(), quick=quick, source=str(path))
+    return load_text(Path(path).read_text(), quick=quick, source=str(path), base_dir=Path(path).resolve().parent)
 
 
 def _describe(params: dict) -> str:

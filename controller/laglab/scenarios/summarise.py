@@ -9,7 +9,9 @@ from .measure import Window
 from .spec import Point, PointPlan
 
 
-def point_result(point: Point, plan: PointPlan, verification: dict, window: Window, figures: dict, extra: dict) -> dict:
+def point_result(
+    point: Point, plan: PointPlan, verification: dict, window: Window, figures: dict, extra: dict, events=()
+) -> dict:
     s = point.scenario
     links = figures.pop("links_mbit")
     timed = s.load.tool == "mysqlslap"  # one row: its time and throughput over the whole run
@@ -29,6 +31,7 @@ def point_result(point: Point, plan: PointPlan, verification: dict, window: Wind
         "replicator": s.replicator.model_dump(),
         "verification": verification,
         "measured_seconds": round(window.end - window.start, 1),
+        "window_start_epoch": round(window.start, 3),
         **figures,
         "tps": round(statistics.fmean(r["tps"] for r in rows), 2) if rows else None,
         "load_seconds": rows[-1]["elapsed_s"] if rows and timed else None,
@@ -40,10 +43,31 @@ def point_result(point: Point, plan: PointPlan, verification: dict, window: Wind
         else round(window.bytes * 8 / 1e6 / max(1e-6, window.end - window.start), 4),
         **extra,
         "load_error": window.load_error,  # e.g. sysbench's FATAL line; the point then fails
+        **timeline_figures(events, window.end),
     }
     result["assertions"] = [{"assertion": str(a), "passed": a.holds(result.get(a.metric))} for a in s.assertions]
-    result["passed"] = all(x["passed"] for x in result["assertions"]) and verification["ok"] and not window.load_error
+    failed_steps = [e for e in events if e.get("error")]
+    result["passed"] = (
+        all(x["passed"] for x in result["assertions"])
+        and verification["ok"]
+        and not window.load_error
+        and not failed_steps
+    )
     return result
+
+
+def timeline_figures(events, end: float) -> dict:
+    """The point's timeline events, and the longest catch-up after a disruption that ended within the
+    window (None when the replica did not catch up after one of them before the window closed)."""
+    if not events:
+        return {}
+    measured = [e for e in events if e.get("ends_disruption") and e.get("effect_epoch") and e["effect_epoch"] <= end]
+    catch_ups = [e.get("catch_up_seconds") for e in measured]
+    return {
+        "timeline": list(events),
+        "catch_ups": len(measured),
+        "max_catch_up_seconds": None if not catch_ups or None in catch_ups else max(catch_ups),
+    }
 
 
 def merge_consistency(reports: list[dict]) -> dict:

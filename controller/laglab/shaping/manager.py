@@ -11,11 +11,13 @@ supervision only.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import subprocess
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..containers import Containers, LabContainer
@@ -33,6 +35,31 @@ class ShapingError(Exception):
         self.status, self.message = status, message
 
 
+@dataclass(frozen=True)
+class Partition:
+    """Every packet from a service of `a` to one of `b` is lost (and back, unless `oneway`). It adds a
+    100 % loss to those links on top of their shaping, which is left as it is and back once healed."""
+
+    id: str
+    a: tuple[str, ...]
+    b: tuple[str, ...]
+    oneway: bool = False
+    expires_at: float | None = None
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """(sender, receiver) of every blocked direction."""
+        forward = [(x, y) for x in self.a for y in self.b]
+        return forward if self.oneway else forward + [(y, x) for x, y in forward]
+
+    def as_json(self) -> dict:
+        out = {"id": self.id, "a": list(self.a), "b": list(self.b), "oneway": self.oneway}
+        out["expires_in"] = None if not self.expires_at else f"{max(0.0, self.expires_at - time.time()):.1f}s"
+        return out
+
+
+BLOCK = Shaping(loss=1.0)
+
+
 class ShapingManager:
     def __init__(self, containers: Containers, executor: Executor, backend: Backend, state_path: Path, events=None):
         self.containers = containers
@@ -41,6 +68,8 @@ class ShapingManager:
         backend.attach(containers)
         self.state_path = Path(state_path)
         self.entries: dict[tuple[str, str | None], Entry] = {}
+        self.partitions: dict[str, Partition] = {}
+        self._partition_ids = itertools.count(1)
         self.applied: dict[str, Applied] = {}
         self.lock = threading.RLock()
         self._stop = threading.Event()
@@ -61,6 +90,13 @@ class ShapingManager:
                     item.get("expires_at"),
                 )
                 self.entries[entry.key] = entry
+            for item in raw.get("partitions", []):
+                partition = Partition(
+                    item["id"], tuple(item["a"]), tuple(item["b"]), item["oneway"], item.get("expires_at")
+                )
+                self.partitions[partition.id] = partition
+            numbers = [int(p.removeprefix("p")) for p in self.partitions if p.removeprefix("p").isdigit()]
+            self._partition_ids = itertools.count(max(numbers, default=0) + 1)
 
     def save(self) -> None:
         self.state_path.parent.mkdir(parents=True, exist_ok=True)
@@ -74,7 +110,11 @@ class ShapingManager:
                     "expires_at": e.expires_at,
                 }
                 for e in self.entries.values()
-            ]
+            ],
+            "partitions": [
+                {"id": p.id, "a": list(p.a), "b": list(p.b), "oneway": p.oneway, "expires_at": p.expires_at}
+                for p in self.partitions.values()
+            ],
         }
         tmp = self.state_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, indent=2))
@@ -131,21 +171,108 @@ class ShapingManager:
         lab = self.containers.list()
         with self.lock:
             before = dict(self.entries)
+            had_partitions = dict(self.partitions)
             self.entries.clear()
+            self.partitions.clear()
+            self._apply_or_roll_back(lab, before, had_partitions)
+            if before or had_partitions:
+                self._event("all shaping cleared" + (", partitions healed" if had_partitions else ""))
+
+    def change(self, puts: list[tuple[str, Request]], removes: list[tuple[str, str | None]] = ()) -> None:
+        """Several entries set and removed at once, in one convergence (a timeline step, a trace row):
+        the kernel never holds half of the change. Validated like put(); no read-back."""
+        lab = self.containers.list()
+        entries = []
+        for service, request in puts:
+            self._resolve(lab, service, "service")
+            if request.peer is not None:
+                self._resolve(lab, request.peer, "peer")
+            expires = time.time() + request.duration if request.duration else None
+            entry = Entry(service, request.peer, request.direction, request.shaping, expires)
+            refused = self.backend.unsupported(entry)
+            if refused:
+                raise ShapingError(422, f"{refused[0]}: {refused[1]}")
+            entries.append(entry)
+        with self.lock:
+            before = dict(self.entries)
+            for key in removes:
+                self.entries.pop(key, None)
+            for entry in entries:
+                self.entries[entry.key] = entry
             self._apply_or_roll_back(lab, before)
-            if before:
-                self._event("all shaping cleared")
+
+    def snapshot(self, keys: list[tuple[str, str | None]]) -> dict[tuple[str, str | None], Entry | None]:
+        """The entries under these keys now (None: none), to put them back later with restore()."""
+        with self.lock:
+            return {key: self.entries.get(key) for key in keys}
+
+    def restore(self, saved: dict[tuple[str, str | None], Entry | None]) -> None:
+        with self.lock:
+            before = dict(self.entries)
+            for key, entry in saved.items():
+                if entry is None:
+                    self.entries.pop(key, None)
+                else:
+                    self.entries[key] = entry
+            self._apply_or_roll_back(self.containers.list(), before)
+
+    # --- partitions ---
+    def partition(self, a: list[str], b: list[str], oneway: bool = False, duration: float | None = None) -> Partition:
+        lab = self.containers.list()
+        for field, group in (("a", a), ("b", b)):
+            if not group:
+                raise ShapingError(422, f"{field}: name at least one service")
+            for service in group:
+                self._resolve(lab, service, field)
+        overlap = sorted(set(a) & set(b))
+        if overlap:
+            raise ShapingError(422, f"b: {', '.join(overlap)} on both sides")
+        with self.lock:
+            partition = Partition(
+                f"p{next(self._partition_ids)}", tuple(a), tuple(b), oneway,
+                time.time() + duration if duration else None,
+            )  # fmt: skip
+            before_partitions = dict(self.partitions)
+            self.partitions[partition.id] = partition
+            self._apply_or_roll_back(lab, dict(self.entries), before_partitions)
+            arrow = "->" if oneway else "<->"
+            self._event(f"partition {partition.id}: {','.join(a)} {arrow} {','.join(b)}")
+            return partition
+
+    def heal(self, partition_id: str | None = None) -> list[str]:
+        """Heal one partition, or every one (None). Returns the ids healed."""
+        with self.lock:
+            if partition_id is not None and partition_id not in self.partitions:
+                raise ShapingError(404, f"partition: no partition {partition_id[:32]!r}")
+            ids = [partition_id] if partition_id is not None else list(self.partitions)
+            if not ids:
+                return []
+            before_partitions = dict(self.partitions)
+            for pid in ids:
+                del self.partitions[pid]
+            self._apply_or_roll_back(self.containers.list(), dict(self.entries), before_partitions)
+            self._event(f"healed {', '.join(ids)}")
+            return ids
+
+    def planned_entries(self) -> list[Entry]:
+        """Desired shaping as the backends get it: the entries, and a 100 % loss per partitioned direction."""
+        blocked = [
+            Entry(sender, receiver, "egress", BLOCK) for p in self.partitions.values() for sender, receiver in p.pairs()
+        ]
+        return list(self.entries.values()) + blocked
 
     def _event(self, text: str) -> None:
         if self.events is not None:
             self.events.add("shaping", text)
 
-    def _apply_or_roll_back(self, lab, before) -> None:
+    def _apply_or_roll_back(self, lab, before, partitions_before: dict | None = None) -> None:
         try:
             self.apply(lab)
         except (CommandError, OSError, subprocess.TimeoutExpired) as error:
             # A hung tc/iptables (TimeoutExpired) leaves the kernel half-changed just like a failing one.
             self.entries = before
+            if partitions_before is not None:
+                self.partitions = partitions_before
             try:
                 self.apply(lab, force=True)
             except (CommandError, OSError, subprocess.TimeoutExpired) as again:
@@ -163,7 +290,7 @@ class ShapingManager:
         lab = self.containers.list() if lab is None else lab
         with self.lock:
             ips = self.shapeable(lab)
-            plans = self.backend.plan(list(self.entries.values()), ips)
+            plans = self.backend.plan(self.planned_entries(), ips)
             for service, plan in plans.items():
                 self.applied[service] = self.backend.converge(
                     self.executor, service, lab[service].pid, plan, self.applied.get(service), force
@@ -222,6 +349,11 @@ class ShapingManager:
                     for key in expired:
                         del self.entries[key]
                         self._event(f"{key[0]} -> {key[1] or 'all'}: duration over, cleared")
+                    ended = [p for p, v in self.partitions.items() if v.expires_at and v.expires_at <= now]
+                    for pid in ended:
+                        del self.partitions[pid]
+                        self._event(f"partition {pid}: duration over, healed")
+                    expired += ended
                     if expired:
                         self.save()
                     ips = self.shapeable(lab)
@@ -240,13 +372,14 @@ class ShapingManager:
             self._thread.join(timeout=5)
         with self.lock:
             if clear_kernel:
-                saved = dict(self.entries)
+                saved, partitions = dict(self.entries), dict(self.partitions)
                 self.entries.clear()
+                self.partitions.clear()
                 try:
                     self.apply()
                 except Exception as error:
                     log.error("clearing shaping at exit failed: %s", error)
-                self.entries = saved  # kept on disk: a restart re-applies it
+                self.entries, self.partitions = saved, partitions  # kept on disk: a restart re-applies it
             self.backend.stop()
 
 

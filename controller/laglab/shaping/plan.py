@@ -158,6 +158,8 @@ def build_egress(entries: list[Entry], ips: dict[str, str]) -> dict[str, EgressP
             plans[entry.service].service_wide = entry.shaping
     for entry in entries:
         if entry.service in ips and entry.peer in ips:
-            wide = plans[entry.service].service_wide
-            plans[entry.service].per_peer[ips[entry.peer]] = combine(wide, entry.shaping) if wide else entry.shaping
+            # A link's own entry and a partition's block are two entries on the same packets: combined.
+            per_peer = plans[entry.service].per_peer
+            base = per_peer.get(ips[entry.peer]) or plans[entry.service].service_wide
+            per_peer[ips[entry.peer]] = combine(base, entry.shaping) if base else entry.shaping
     return plans

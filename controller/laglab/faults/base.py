@@ -1,0 +1,38 @@
+"""What a fault action is, and the registry the API, the scenario schema and the manager read."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+class FaultError(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+@dataclass(frozen=True)
+class Action:
+    """One action on a service's container.
+
+    `call` does it through the Docker SDK's container object; `reached` says from the container's
+    state (docker inspect's State) that it took effect; `needs` is the state it must start from (its
+    message when not); `undo` names the action that reverses it once its duration is over (None: no
+    duration makes sense, as for restart)."""
+
+    name: str
+    call: Callable[[object], None]
+    reached: Callable[[dict], bool]
+    needs: Callable[[dict], bool]
+    needs_text: str
+    undo: str | None
+    description: str
+
+
+ACTIONS: dict[str, Action] = {}
+
+
+def register(action: Action) -> Action:
+    ACTIONS[action.name] = action
+    return action

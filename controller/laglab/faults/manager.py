@@ -1,0 +1,184 @@
+"""Injects faults into this project's containers, undoes them when their duration is over, and keeps
+the active and recent ones for GET /api/faults and the dashboard.
+
+Only containers labelled with this compose project exist here, and never the lab's apparatus (the
+controller, loadgen, set-up jobs: label laglab.shaped=never). A fault's `effect` time is when the
+container's state showed it (docker inspect), not when the call was sent.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+
+from ..results import iso
+from .base import ACTIONS, FaultError
+
+log = logging.getLogger("laglab.faults")
+MAX_DURATION = 86400.0
+
+
+@dataclass
+class Fault:
+    id: str
+    service: str
+    action: str
+    duration: float | None
+    asked: float
+    effect: float | None = None
+    undo_action: str | None = None
+    undone: float | None = None  # when the undo took effect
+    error: str | None = None
+    _timer: threading.Timer | None = field(default=None, repr=False)
+
+    @property
+    def active(self) -> bool:
+        return self.undo_action is not None and self.duration is not None and self.undone is None and not self.error
+
+    def as_json(self) -> dict:
+        return {
+            "id": self.id,
+            "service": self.service,
+            "action": self.action,
+            "duration_seconds": self.duration,
+            "asked": iso(self.asked),
+            "effect": iso(self.effect) if self.effect else None,
+            "effect_ms": None if self.effect is None else round((self.effect - self.asked) * 1000, 1),
+            "undo": self.undo_action if self.duration else None,
+            "undone": iso(self.undone) if self.undone else None,
+            "active": self.active,
+            "error": self.error,
+        }
+
+
+class FaultManager:
+    def __init__(self, containers, events=None, keep: int = 200, settle_timeout: float = 60.0):
+        self.containers = containers
+        self.events = events
+        self.recent: collections.deque[Fault] = collections.deque(maxlen=keep)
+        self.settle_timeout = settle_timeout
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+
+    # --- what the API and the timeline call ---
+    def inject(self, service: str, action: str, duration: float | None = None, timer: bool = True) -> Fault:
+        """Do `action` now. With a duration it is active until undone: by its own timer, or (timer=False:
+        a scenario's timeline keeps the time itself) by undo()."""
+        spec = ACTIONS.get(action)
+        if spec is None:
+            raise FaultError(422, f"action: {action[:32]!r} is not one of {', '.join(ACTIONS)}")
+        if duration is not None:
+            if spec.undo is None:
+                raise FaultError(422, f"duration: {action} cannot be undone; leave duration out")
+            if not 0 < duration <= MAX_DURATION:
+                raise FaultError(422, f"duration: {duration:g}s is out of range (up to {MAX_DURATION:g}s)")
+        container = self._container(service)
+        state = container.attrs["State"]
+        if not spec.needs(state):
+            raise FaultError(409, f"service: {service} is not {spec.needs_text} (it is {_state_text(state)})")
+        fault = Fault(f"f{next(self._ids)}", service, action, duration, time.time(), undo_action=spec.undo)
+        fault.effect = self._do(container, spec)
+        with self._lock:
+            self.recent.append(fault)
+        self._event(f"{service}: {action}" + (f" for {duration:g}s" if duration else ""))
+        if duration and timer:
+            fault._timer = threading.Timer(duration - (fault.effect - fault.asked), self._undo_due, args=(fault,))
+            fault._timer.daemon = True
+            fault._timer.start()
+        return fault
+
+    def undo(self, fault_id: str) -> Fault:
+        """Undo an active fault now (before its duration is over)."""
+        fault = self.get(fault_id)
+        if not fault.active:
+            raise FaultError(409, f"fault: {fault_id} is not active")
+        if fault._timer is not None:
+            fault._timer.cancel()
+        self._undo(fault)
+        return fault
+
+    def get(self, fault_id: str) -> Fault:
+        with self._lock:
+            for fault in self.recent:
+                if fault.id == fault_id:
+                    return fault
+        raise FaultError(404, f"fault: no fault {fault_id[:32]!r}")
+
+    def active(self) -> list[Fault]:
+        with self._lock:
+            return [f for f in self.recent if f.active]
+
+    def listing(self) -> dict:
+        with self._lock:
+            faults = list(self.recent)
+        return {
+            "active": [f.as_json() for f in faults if f.active],
+            "recent": [f.as_json() for f in reversed(faults)],
+        }
+
+    def stop(self) -> None:
+        """A stopping controller undoes what it broke: no container stays killed or paused."""
+        for fault in self.active():
+            if fault._timer is not None:
+                fault._timer.cancel()
+            self._undo(fault)
+
+    # --- the work ---
+    def _container(self, service: str):
+        lab = self.containers.list()
+        found = lab.get(service)
+        if found is None:
+            raise FaultError(404, f"service: no service {service[:64]!r} in this lab (known: {', '.join(sorted(lab))})")
+        if not found.shapeable:
+            raise FaultError(
+                409, f"service: {service} is the lab's measuring apparatus or a set-up job; faults never touch it"
+            )
+        return self.containers.client.containers.get(found.id)
+
+    def _do(self, container, spec) -> float:
+        """Run the action; the time its effect was seen in the container's state."""
+        try:
+            spec.call(container)
+        except Exception as error:
+            raise FaultError(502, f"action: {spec.name} failed: {type(error).__name__}") from None
+        deadline = time.monotonic() + self.settle_timeout
+        while True:
+            container.reload()
+            if spec.reached(container.attrs["State"]):
+                return time.time()
+            if time.monotonic() > deadline:
+                raise FaultError(504, f"action: {spec.name} did not take effect within {self.settle_timeout:g}s")
+            time.sleep(0.02)
+
+    def _undo_due(self, fault: Fault) -> None:
+        try:
+            self._undo(fault)
+        except Exception as error:  # a timer thread: nobody else would see it
+            log.error("undoing %s failed: %s", fault.id, error)
+
+    def _undo(self, fault: Fault) -> None:
+        with self._lock:
+            if not fault.active:
+                return
+        spec = ACTIONS[fault.undo_action]
+        try:
+            container = self._container(fault.service)
+            fault.undone = self._do(container, spec) if spec.needs(container.attrs["State"]) else time.time()
+        except FaultError as error:
+            fault.error = f"undo ({spec.name}): {error.message}"
+            raise
+        self._event(f"{fault.service}: {spec.name} (undoing {fault.action} {fault.id})")
+
+    def _event(self, text: str) -> None:
+        if self.events is not None:
+            self.events.add("fault", text)
+
+
+def _state_text(state: dict) -> str:
+    if state.get("Paused"):
+        return "paused"
+    return "running" if state.get("Running") else str(state.get("Status") or "stopped")

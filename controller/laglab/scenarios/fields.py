@@ -1,0 +1,36 @@
+"""What every scenario section is built from: a model that refuses unknown keys, and a time field
+parsed once into seconds."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, ValidationInfo
+
+from ..shaping.params import ParamError, format_time, parse_time
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def Seconds(high: float):
+    """A scenario time: '125ms', '1.5s', '500us' -> seconds, parsed once here and never again.
+
+    A bare number is refused with the units to use: in tc a bare number means microseconds, in a
+    scenario file most people would mean seconds, and guessing either way silently changes an
+    experiment by a factor of a million. Dumped (results, resolved copy) as a time string again."""
+
+    def parse(value: object, info: ValidationInfo) -> float:
+        bare = value.strip() if isinstance(value, str) else value
+        if isinstance(bare, str) and re.fullmatch(r"[\d.]+", bare):
+            bare = float(bare)
+        if isinstance(bare, (int, float)) and not isinstance(bare, bool):
+            raise ValueError(f"{value!r} has no unit; write it like '{bare:g}s' or '{bare:g}ms' (units: us, ms, s)")
+        try:
+            return parse_time(info.field_name, value, high=high)
+        except ParamError as error:
+            raise ValueError(error.message) from None
+
+    return Annotated[float, BeforeValidator(parse), PlainSerializer(format_time, return_type=str)]

@@ -1,0 +1,142 @@
+"""The fault manager against a fake Docker API: the exact SDK calls, the state it waits for, what it
+refuses (with the field named), and undo after the duration."""
+
+import pytest
+
+from laglab.containers import LabContainer
+from laglab.events import Events
+from laglab.faults import FaultError, FaultManager
+
+from ..polling import wait_until
+
+
+class FakeContainer:
+    """The SDK's container object: calls are recorded; the state changes as Docker's would."""
+
+    def __init__(self, log, state):
+        self.log, self.state = log, state
+        self.attrs = {"State": dict(state)}
+
+    def _set(self, **state):
+        self.state.update(state)
+
+    def kill(self, signal):
+        self.log.append(("kill", signal))
+        self._set(Running=False)
+
+    def stop(self, timeout):
+        self.log.append(("stop", timeout))
+        self._set(Running=False)
+
+    def start(self):
+        self.log.append(("start",))
+        self._set(Running=True, Paused=False)
+
+    def restart(self, timeout):
+        self.log.append(("restart", timeout))
+        self._set(Running=True)
+
+    def pause(self):
+        self.log.append(("pause",))
+        self._set(Paused=True)
+
+    def unpause(self):
+        self.log.append(("unpause",))
+        self._set(Paused=False)
+
+    def reload(self):
+        self.attrs = {"State": dict(self.state)}
+
+
+class FakeDocker:
+    def __init__(self):
+        self.log = []
+        self.states = {"id-target": {"Running": True, "Paused": False}, "id-ctl": {"Running": True}}
+        docker = self
+
+        class Collection:
+            @staticmethod
+            def get(container_id):
+                docker.log.append(("get", container_id))
+                return FakeContainer(docker.log, docker.states[container_id])
+
+        self.containers = Collection()
+
+
+class FakeContainers:
+    def __init__(self):
+        self.client = FakeDocker()
+
+    def list(self):
+        running = self.client.states["id-target"]["Running"]
+        return {
+            "mysql-target": LabContainer("mysql-target", "lab-mysql-target-1", "id-target", 10, "10.0.0.3", running),
+            "controller": LabContainer("controller", "lab-controller-1", "id-ctl", 11, "10.0.0.9", True, False),
+        }
+
+
+@pytest.fixture
+def faults():
+    return FaultManager(FakeContainers(), events=Events(), settle_timeout=2)
+
+
+def calls(faults):
+    return [c for c in faults.containers.client.log if c[0] != "get"]
+
+
+def test_kill_is_sigkill_and_its_effect_is_seen_in_the_state(faults):
+    fault = faults.inject("mysql-target", "kill")
+    assert calls(faults) == [("kill", "SIGKILL")]
+    assert fault.effect >= fault.asked and not fault.active, "no duration: nothing to undo"
+    assert faults.containers.client.states["id-target"]["Running"] is False
+    assert faults.events.since(0)[-1]["text"] == "mysql-target: kill"
+
+
+def test_pause_with_a_duration_is_undone_by_its_timer(faults):
+    fault = faults.inject("mysql-target", "pause", duration=0.2)
+    assert fault.active and [f.id for f in faults.active()] == [fault.id]
+    wait_until(lambda: not fault.active, timeout=5)
+    assert calls(faults) == [("pause",), ("unpause",)]
+    assert fault.undone >= fault.effect + 0.2 - 0.05
+    assert faults.listing()["active"] == []
+
+
+def test_undo_now_cancels_the_timer(faults):
+    fault = faults.inject("mysql-target", "stop", duration=60)
+    assert faults.undo(fault.id) is fault and fault.undone is not None
+    assert calls(faults) == [("stop", 30), ("start",)]
+    with pytest.raises(FaultError) as caught:
+        faults.undo(fault.id)
+    assert (caught.value.status, caught.value.message) == (409, f"fault: {fault.id} is not active")
+
+
+def test_a_timeline_keeps_the_time_itself(faults):
+    fault = faults.inject("mysql-target", "kill", duration=0.1, timer=False)
+    assert fault.active and fault._timer is None
+    faults.undo(fault.id)
+    assert calls(faults) == [("kill", "SIGKILL"), ("start",)]
+
+
+def test_stopping_the_controller_undoes_active_faults(faults):
+    faults.inject("mysql-target", "pause", duration=3600)
+    faults.stop()
+    assert calls(faults) == [("pause",), ("unpause",)]
+
+
+@pytest.mark.parametrize(
+    ("service", "action", "duration", "status", "message"),
+    [
+        ("controller", "kill", None, 409, "service: controller is the lab's measuring apparatus"),
+        ("nobody", "kill", None, 404, "service: no service 'nobody' in this lab"),
+        ("mysql-target", "restart", 5, 422, "duration: restart cannot be undone"),
+        ("mysql-target", "unpause", None, 409, "service: mysql-target is not paused (it is running)"),
+        ("mysql-target", "start", None, 409, "service: mysql-target is not stopped (it is running)"),
+        ("mysql-target", "explode", None, 422, "action: 'explode' is not one of kill, stop, start"),
+    ],
+)
+def test_refusals_name_the_field(faults, service, action, duration, status, message):
+    with pytest.raises(FaultError) as caught:
+        faults.inject(service, action, duration)
+    assert caught.value.status == status
+    assert caught.value.message.startswith(message)
+    assert calls(faults) == [], "nothing was done"

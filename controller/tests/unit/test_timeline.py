@@ -1,0 +1,161 @@
+"""The timeline against fakes of the shaping manager and the fault manager: steps in time order, their
+undo after a duration, repeats, trace rows, what stop() undoes, and the events it reports."""
+
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from laglab.scenarios.spec import ScenarioError, load_text
+from laglab.scenarios.timeline import TimelineRun
+
+from ..polling import wait_until
+
+
+class FakeShaping:
+    def __init__(self, log):
+        self.log, self.partitions, self.entries = log, {}, {}
+
+    def snapshot(self, keys):
+        return {k: self.entries.get(k) for k in keys}
+
+    def restore(self, saved):
+        self.log.append(("restore", sorted(saved)))
+        self.entries.update(saved)
+
+    def change(self, puts, removes=()):
+        for service, request in puts:
+            self.entries[(service, request.peer)] = request
+        self.log.append(("change", [(s, r.peer, r.shaping.delay, r.shaping.rate) for s, r in puts], list(removes)))
+
+    def partition(self, a, b, oneway):
+        made = SimpleNamespace(id=f"p{len(self.log)}")
+        self.partitions[made.id] = made
+        self.log.append(("partition", a, b, oneway))
+        return made
+
+    def heal(self, partition_id):
+        self.partitions.pop(partition_id, None) if partition_id else self.partitions.clear()
+        self.log.append(("heal", partition_id))
+
+
+class FakeFaults:
+    def __init__(self, log):
+        self.log = log
+
+    def inject(self, service, action, duration, timer=True):
+        assert timer is False, "the timeline keeps the time itself"
+        self.log.append(("inject", service, action, duration))
+        return SimpleNamespace(id="f1", effect=time.time(), active=duration is not None)
+
+    def undo(self, fault_id):
+        self.log.append(("undo", fault_id))
+        return SimpleNamespace(undone=time.time())
+
+
+def run(timeline_yaml: str, length: float, wait_for: int):
+    plan = load_text(f"name: t\nload: {{duration: {length}s}}\ntimeline:\n{timeline_yaml}")
+    log, events = [], []
+    lab = SimpleNamespace(shaping=FakeShaping(log), faults=FakeFaults(log))
+    timeline = TimelineRun(lab, plan.points[0].scenario.timeline, length, 1, events.append)
+    timeline.start(time.time())
+    wait_until(lambda: len(events) >= wait_for, timeout=10)
+    return timeline, log, events
+
+
+def test_steps_run_in_time_order_and_undo_after_their_duration():
+    timeline, log, events = run(
+        "  - {at: 0.3s, fault: {service: mysql-target, action: kill}, duration: 0.2s}\n"
+        "  - {at: 0.1s, partition: {a: [mysql-source], b: [mysql-target], oneway: true}, duration: 0.1s}\n"
+        "  - {at: 0ms, shaping: {link: [mysql-source, mysql-target], delay: 20ms}}\n",
+        length=5,
+        wait_for=5,
+    )
+    assert [entry[0] for entry in log] == ["change", "partition", "heal", "inject", "undo"]
+    timeline.stop()
+    assert log[-1] == ("restore", [("mysql-source", "mysql-target"), ("mysql-target", "mysql-source")]), (
+        "a point leaves the lab as it found it"
+    )
+    assert log[0][1] == [("mysql-source", "mysql-target", 0.02, None), ("mysql-target", "mysql-source", 0.02, None)]
+    assert log[1][1:] == (["mysql-source"], ["mysql-target"], True)
+    assert log[3][1:] == ("mysql-target", "kill", 0.2)
+    assert [e["step"] for e in events[:5]] == [3, 2, 2, 1, 1]
+    assert [e["ends_disruption"] for e in events[:5]] == [False, False, True, False, True]
+    for event in events:
+        assert event["effect_ms"] >= 0 and event["effect_epoch"] >= event["asked_epoch"]
+    offsets = [round(e["asked_epoch"] - events[0]["asked_epoch"], 3) for e in events[:5]]
+    assert offsets == [0.0, 0.1, 0.2, 0.3, 0.5], "asked at exactly its offset"
+
+
+def test_every_repeats_within_the_window_and_stop_undoes_what_is_in_force():
+    timeline, log, events = run(
+        "  - {at: 0s, every: 0.4s, duration: 0.2s, partition: {a: [mysql-source], b: [mysql-target]}}\n"
+        "  - {at: 0.9s, shaping: {service: mysql-source, delay: 5ms}, duration: 60s}\n",
+        length=1.0,
+        wait_for=6,  # partition, heal at 0, 0.2 / 0.4, 0.6 / 0.8 / shaping at 0.9
+    )
+    timeline.stop()
+    kinds = [entry[0] for entry in log]
+    assert kinds == ["partition", "heal", "partition", "heal", "partition", "change", "restore", "heal"], kinds
+    assert events[-1]["text"].startswith("undo at the end of the point")
+    assert events[-1]["ends_disruption"] is True
+
+
+def test_a_trace_replays_its_rows_then_restores_the_link():
+    timeline, log, _ = run(
+        "  - at: 0s\n"
+        "    duration: 0.45s\n"
+        "    trace: {link: [mysql-source, mysql-target], loop: true,\n"
+        "            rows: [{t: 0s, delay: 10ms}, {t: 0.1s, rtt: 60ms, rate: 2mbit}, {t: 0.2s}]}\n",
+        length=5,
+        wait_for=7,
+    )
+    timeline.stop()
+    changes = [entry for entry in log if entry[0] == "change"]
+    assert [c[1][0][2:] if c[1] else c[2] for c in changes[:4]] == [
+        (0.01, None),
+        (0.03, 2e6),
+        [("mysql-source", "mysql-target"), ("mysql-target", "mysql-source")],  # an empty row clears the link
+        (0.01, None),  # looped: period 0.3 s
+    ]
+    assert log[-1] == ("restore", [("mysql-source", "mysql-target"), ("mysql-target", "mysql-source")])
+
+
+def test_a_failing_step_is_an_event_with_its_error():
+    class Refusing(FakeFaults):
+        def inject(self, *args, **kwargs):
+            from laglab.faults import FaultError
+
+            raise FaultError(409, "service: mysql-target is not running (it is exited)")
+
+    plan = load_text("name: t\ntimeline:\n  - {at: 0s, fault: {service: mysql-target, action: stop}}\n")
+    events = []
+    lab = SimpleNamespace(shaping=FakeShaping([]), faults=Refusing([]))
+    timeline = TimelineRun(lab, plan.points[0].scenario.timeline, 5, 1, events.append)
+    timeline.start(time.time())
+    wait_until(lambda: events, timeout=5)
+    timeline.stop()
+    assert events[0]["error"] == "service: mysql-target is not running (it is exited)"
+
+
+@pytest.mark.parametrize(
+    ("step", "message"),
+    [
+        ("{at: 70s, heal: all}", "timeline.0.at: 70s is not within the measured window (load.duration 60s)"),
+        ("{at: 1s, heal: all, duration: 2s}", "timeline.0.duration: heal is not undone; leave duration out"),
+        ("{at: 1s, shaping: {service: a, delay: 5}}", "timeline.0.shaping.delay: 5 has no unit; write it like '5ms' (units: us, ms, s)"),
+        ("{at: 1s, every: 5s, duration: 6s, partition: {a: [x], b: [y]}}", "timeline.0.duration: must be shorter than every (one occurrence is undone before the next)"),
+        ("{at: 1s, trace: {link: [a, b], file: ../../etc/passwd}}", "timeline.0.trace.file: '../../etc/passwd' must be a path under the scenarios folder"),
+        ("{at: 1s}", "timeline.0: give exactly one of shaping, clear, partition, heal, fault, trace (got none)"),
+    ],
+)  # fmt: skip
+def test_invalid_steps_name_the_key_path(step, message, tmp_path):
+    with pytest.raises(ScenarioError) as caught:
+        load_text(f"name: t\ntimeline:\n  - {step}\n", base_dir=tmp_path)
+    assert str(caught.value) == message
+
+
+def test_a_timeline_needs_a_load_that_lasts():
+    with pytest.raises(ScenarioError) as caught:
+        load_text("name: t\nload: {tool: mysqlslap}\ntimeline:\n  - {at: 0s, heal: all}\n")
+    assert str(caught.value).startswith("timeline: needs a load that runs for load.duration")
