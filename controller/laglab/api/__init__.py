@@ -1,5 +1,16 @@
 """HTTP API: one blueprint per resource; openapi.py documents every route (a test keeps them in step)."""
 
-from . import clusters, consistency, dashboard, docs, faults, health, lag, runs, shaping
+from . import clusters, consistency, dashboard, docs, faults, health, lag, matrix, runs, shaping
 
-BLUEPRINTS = (health.bp, lag.bp, consistency.bp, clusters.bp, shaping.bp, faults.bp, runs.bp, dashboard.bp, docs.bp)
+BLUEPRINTS = (
+    health.bp,
+    lag.bp,
+    consistency.bp,
+    clusters.bp,
+    shaping.bp,
+    matrix.bp,
+    faults.bp,
+    runs.bp,
+    dashboard.bp,
+    docs.bp,
+)

@@ -332,5 +332,15 @@ class Partitions(Out):
     partitions: list[Partition]
 
 
+class MatrixState(Out):
+    matrix: dict | None = Field(description="the matrix as set (null: none)")
+    links: list[dict] = Field(description="the shaping it makes: service, peer, delay, ...")
+
+
+class Presets(Out):
+    sources: list[dict] = Field(description="each table's source and date")
+    presets: dict[str, dict] = Field(description="name -> rtt, up/down rates; region pairs as 'a/b'")
+
+
 class Runs(Out):
     runs: list[Run]

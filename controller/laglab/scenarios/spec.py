@@ -19,12 +19,15 @@ import yaml
 from pydantic import (
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
+from .. import presets
 from ..load import SCRIPTS, Profile
 from ..replicators import KINDS
+from ..shaping.matrix import Matrix
 from ..shaping.params import ParamError, format_time, parse_percent, parse_rate
 from .fields import Seconds, Section
 from .timeline import Step
@@ -44,6 +47,7 @@ SWEEPABLE = (
     "link.rate",
     "link.jitter",
     "link.loss",
+    "link.preset",
     "load.rate",
     "load.threads",
     "load.protocol",
@@ -118,11 +122,36 @@ class Data(Section):
 
 
 class Link(Section):
+    """The weak link: between two services, or (`matrix`) between groups of services. `preset` fills
+    rtt and the rates from the shipped table (laglab/presets.yaml); keys given here win over it."""
+
     between: tuple[str, str] = ("mysql-source", "mysql-target")
+    preset: str | None = None
     rtt: Seconds(120.0) = 0.0
     jitter: Seconds(120.0) = 0.0
     loss: str = "0%"
-    rate: str | None = None
+    rate: str | None = None  # first -> second service (and back, unless rate_reverse)
+    rate_reverse: str | None = None  # second -> first
+    matrix: Matrix | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset(cls, values):
+        if isinstance(values, dict) and values.get("preset") is not None:
+            try:
+                filled = presets.link(str(values["preset"]))
+            except KeyError as error:
+                raise ValueError(f"preset: {error.args[0]}") from None
+            values = {**filled, **values}
+        return values
+
+    @model_validator(mode="after")
+    def _matrix_alone(self):
+        if self.matrix is not None:
+            given = sorted(k for k in self.model_fields_set if k not in ("matrix", "between"))
+            if given:
+                raise ValueError(f"{given[0]}: a matrix sets every link itself; leave {', '.join(given)} out")
+        return self
 
     @field_validator("loss", mode="before")
     @classmethod
@@ -133,13 +162,13 @@ class Link(Section):
             raise ValueError(error.message) from None
         return str(value)
 
-    @field_validator("rate", mode="before")
+    @field_validator("rate", "rate_reverse", mode="before")
     @classmethod
-    def _rate(cls, value):
+    def _rate(cls, value, info: ValidationInfo):
         if value is None:
             return None
         try:
-            parse_rate("rate", value)
+            parse_rate(info.field_name, value)
         except ParamError as error:
             raise ValueError(error.message) from None
         return value
@@ -148,8 +177,9 @@ class Link(Section):
     def rate_bits(self) -> float | None:
         return parse_rate("rate", self.rate) if self.rate else None
 
-    def shaping_body(self) -> dict:
-        """What each end of the link gets: half the RTT (as the reference experiments did), the rate."""
+    def shaping_body(self, reverse: bool = False) -> dict:
+        """What each end of the link gets: half the RTT (as the reference experiments did), its rate
+        (`reverse`: the second service's end, which sends rate_reverse when there is one)."""
         body: dict = {}
         if self.rtt:
             body["delay"] = f"{self.rtt * 1000 / 2:g}ms"
@@ -157,8 +187,9 @@ class Link(Section):
             body["jitter"] = f"{self.jitter * 1000 / 2:g}ms"
         if parse_percent("loss", self.loss):
             body["loss"] = self.loss
-        if self.rate:
-            body["rate"] = self.rate
+        rate = (self.rate_reverse or self.rate) if reverse else self.rate
+        if rate:
+            body["rate"] = rate
         return body
 
 
@@ -240,6 +271,8 @@ class Scenario(Section):
             clustered = [name for name, cls in KINDS.items() if cls.clustered]
             raise ValueError(f"cluster: only with replicator.kind {' or '.join(clustered)}")
         if self.cluster is not None:
+            if self.link.matrix is not None and self.cluster.delay:
+                raise ValueError("cluster.delay: the matrix sets the delays; leave cluster.delay out")
             if self.cluster.write_node == self.cluster.delayed_node:
                 raise ValueError("cluster.delayed_node: must not be the write_node")
             if self.load.tool == "sysbench":
@@ -320,14 +353,23 @@ class Point(Section):
             # writer's RTT to it is the delay itself. mysqlslap times its own fixed work: no warm-up.
             services = KINDS[s.replicator.kind].services()  # type: ignore[attr-defined]
             a, b = services[s.cluster.write_node - 1], services[s.cluster.delayed_node - 1]
-            shaping = ((b, {"delay": format_time(s.cluster.delay)}),) if s.cluster.delay else ()
-            verify = VerifyPlan(a, b, s.cluster.delay * 1000, None, s.verify)
+            if s.link.matrix is not None:  # the nodes sit in sites: the matrix is all the delay
+                shaping, rtt_ms = tuple(s.link.matrix.bodies()), s.link.matrix.rtt_ms(a, b)
+            else:
+                shaping = ((b, {"delay": format_time(s.cluster.delay)}),) if s.cluster.delay else ()
+                rtt_ms = s.cluster.delay * 1000
+            verify = VerifyPlan(a, b, rtt_ms, None, s.verify)
             target, warmup = a, 0.0
+        elif s.link.matrix is not None:
+            a, b = s.link.between
+            shaping = tuple(s.link.matrix.bodies())
+            verify = VerifyPlan(a, b, s.link.matrix.rtt_ms(a, b), None, s.verify)
+            target, warmup = s.load.target, s.warmup
         else:
             # Half the RTT (and the rate) at each end of the link, as the reference experiments did.
             a, b = s.link.between
-            body = s.link.shaping_body()
-            shaping = ((a, {**body, "peer": b}), (b, {**body, "peer": a})) if body else ()
+            there, back = s.link.shaping_body(), s.link.shaping_body(reverse=True)
+            shaping = ((a, {**there, "peer": b}), (b, {**back, "peer": a})) if there or back else ()
             verify = VerifyPlan(a, b, s.link.rtt * 1000, s.link.rate_bits, s.verify)
             target, warmup = s.load.target, s.warmup
         load = LoadPlan(

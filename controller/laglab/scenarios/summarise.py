@@ -19,7 +19,7 @@ def point_result(
     result = {
         "point": point.index + 1,
         "params": point.params,
-        "link": s.link.model_dump(include={"rtt", "rate", "jitter", "loss"}),
+        "link": s.link.model_dump(include={"preset", "rtt", "rate", "rate_reverse", "jitter", "loss"}),
         "load": {
             "tool": s.load.tool,
             "script": s.load.script,

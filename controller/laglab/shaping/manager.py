@@ -23,7 +23,8 @@ from pathlib import Path
 from ..containers import Containers, LabContainer
 from ..executor import CommandError, Executor
 from .backend import Applied, Backend
-from .params import Request, Shaping
+from .matrix import Matrix
+from .params import ParamError, Request, Shaping, parse_request
 from .plan import Entry
 
 log = logging.getLogger("laglab.shaping")
@@ -69,6 +70,7 @@ class ShapingManager:
         self.state_path = Path(state_path)
         self.entries: dict[tuple[str, str | None], Entry] = {}
         self.partitions: dict[str, Partition] = {}
+        self.matrix: Matrix | None = None  # the delay matrix in force (its entries are in `entries`)
         self._partition_ids = itertools.count(1)
         self.applied: dict[str, Applied] = {}
         self.lock = threading.RLock()
@@ -95,6 +97,8 @@ class ShapingManager:
                     item["id"], tuple(item["a"]), tuple(item["b"]), item["oneway"], item.get("expires_at")
                 )
                 self.partitions[partition.id] = partition
+            if raw.get("matrix"):
+                self.matrix = Matrix.model_validate(raw["matrix"])
             numbers = [int(p.removeprefix("p")) for p in self.partitions if p.removeprefix("p").isdigit()]
             self._partition_ids = itertools.count(max(numbers, default=0) + 1)
 
@@ -115,6 +119,7 @@ class ShapingManager:
                 {"id": p.id, "a": list(p.a), "b": list(p.b), "oneway": p.oneway, "expires_at": p.expires_at}
                 for p in self.partitions.values()
             ],
+            "matrix": None if self.matrix is None else self.matrix.model_dump(mode="json", exclude_none=True),
         }
         tmp = self.state_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, indent=2))
@@ -215,6 +220,23 @@ class ShapingManager:
                 else:
                     self.entries[key] = entry
             self._apply_or_roll_back(self.containers.list(), before)
+
+    # --- the delay matrix ---
+    def set_matrix(self, matrix: Matrix | None) -> None:
+        """Replace the matrix in force (None: remove it): its links' entries go, the new ones come, in
+        one convergence. Other shaping is left alone, except on the links the new matrix sets."""
+        puts = []
+        for service, body in matrix.bodies() if matrix is not None else []:
+            try:
+                puts.append((service, parse_request(body)))
+            except ParamError as error:
+                raise ShapingError(422, f"links: {service} -> {body['peer']}: {error.field}: {error.message}") from None
+        old = [(service, body["peer"]) for service, body in self.matrix.bodies()] if self.matrix else []
+        with self.lock:
+            self.change(puts, removes=old)
+            self.matrix = matrix
+            self.save()
+            self._event("delay matrix " + ("set: " + ", ".join(matrix.groups) if matrix else "removed"))
 
     # --- partitions ---
     def partition(self, a: list[str], b: list[str], oneway: bool = False, duration: float | None = None) -> Partition:

@@ -1,0 +1,130 @@
+"""A delay matrix: groups of services (sites, regions) and the link between every two groups, applied
+as per-link shaping on each member pair. Region names take their round trips from the presets table
+(laglab/presets.yaml). Pure: the same model validates PUT /api/matrix and a scenario's `link.matrix`,
+and expands into shaping bodies without touching anything."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .. import presets
+from .params import PERCENT_PATTERN, RATE_PATTERN, SERVICE_PATTERN, TIME_PATTERN, parse_time
+
+GROUP_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
+Group = Annotated[str, Field(pattern=GROUP_PATTERN)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, regex_engine="python-re")
+
+
+class MatrixLink(_Strict):
+    """The link between two groups: a round trip (half each way), or a preset's (a region pair like
+    'us-east-1/eu-west-1', or an access profile), and optionally jitter, loss and a rate per direction."""
+
+    between: list[Group] = Field(min_length=2, max_length=2)
+    rtt: Annotated[str, Field(pattern=TIME_PATTERN)] | None = Field(None, examples=["80ms"])
+    preset: str | None = Field(None, max_length=80, examples=["us-east-1/eu-west-1"])
+    jitter: Annotated[str, Field(pattern=TIME_PATTERN)] | None = None
+    loss: Annotated[str, Field(pattern=PERCENT_PATTERN)] | None = None
+    rate: Annotated[str, Field(pattern=RATE_PATTERN)] | None = None
+
+
+class Matrix(_Strict):
+    groups: dict[Group, list[Annotated[str, Field(pattern=SERVICE_PATTERN)]]] = Field(
+        min_length=2, max_length=16, description="group -> its services"
+    )
+    regions: dict[Group, str] | None = Field(
+        None, description="group -> a region of the presets table: every pair of groups gets its round trip"
+    )
+    links: list[MatrixLink] = Field([], max_length=120, description="explicit links (win over regions)")
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        seen: dict[str, str] = {}
+        for group, services in self.groups.items():
+            if not services:
+                raise ValueError(f"groups.{group}: name at least one service")
+            for service in services:
+                if service in seen:
+                    raise ValueError(f"groups.{group}: {service} is already in {seen[service]}")
+                seen[service] = group
+        for index, link in enumerate(self.links):
+            for end in link.between:
+                if end not in self.groups:
+                    raise ValueError(f"links.{index}.between: no group {end!r} (groups: {', '.join(self.groups)})")
+            if link.between[0] == link.between[1]:
+                raise ValueError(f"links.{index}.between: two different groups")
+            if (link.rtt is None) == (link.preset is None):
+                raise ValueError(f"links.{index}: give rtt or preset")
+            if link.preset is not None:
+                try:
+                    presets.link(link.preset)
+                except KeyError as error:
+                    raise ValueError(f"links.{index}.preset: {error.args[0]}") from None
+        if self.regions is not None:
+            missing = [g for g in self.groups if g not in self.regions]
+            if missing:
+                raise ValueError(f"regions: no region for group {missing[0]}")
+            for a, b in itertools.combinations(self.groups, 2):
+                if self.regions[a] != self.regions[b]:
+                    try:
+                        presets.region_rtt_ms(self.regions[a], self.regions[b])
+                    except KeyError as error:
+                        raise ValueError(f"regions: {error.args[0]}") from None
+        return self
+
+    def link_settings(self) -> dict[tuple[str, str], dict]:
+        """(group, group) -> {rtt, jitter, loss, rate, rate_reverse} for every linked pair (both orders
+        point at the same settings, with the rates swapped for the reverse)."""
+        out: dict[tuple[str, str], dict] = {}
+        if self.regions is not None:
+            for a, b in itertools.combinations(self.groups, 2):
+                if self.regions[a] != self.regions[b]:
+                    out[(a, b)] = {"rtt": f"{presets.region_rtt_ms(self.regions[a], self.regions[b]):g}ms"}
+        for link in self.links:
+            settings = presets.link(link.preset) if link.preset else {"rtt": link.rtt}
+            settings.update({k: v for k, v in (("jitter", link.jitter), ("loss", link.loss)) if v})
+            if link.rate:
+                settings["rate"] = settings["rate_reverse"] = link.rate
+            a, b = link.between
+            out.pop((b, a), None)
+            out[(a, b)] = settings
+        return out
+
+    def bodies(self) -> list[tuple[str, dict]]:
+        """(service, PUT /api/shaping body with its peer) for every member pair of every linked groups:
+        half the round trip each way, as a scenario's link does."""
+        out = []
+        for (a, b), settings in self.link_settings().items():
+            for x in self.groups[a]:
+                for y in self.groups[b]:
+                    out.append((x, _direction(settings, y, settings.get("rate"))))
+                    out.append((y, _direction(settings, x, settings.get("rate_reverse"))))
+        return out
+
+    def rtt_ms(self, service_a: str, service_b: str) -> float:
+        """The round trip asked between two services (0 when their groups are not linked)."""
+        group = {s: g for g, members in self.groups.items() for s in members}
+        settings = self.link_settings()
+        pair = settings.get((group.get(service_a), group.get(service_b))) or settings.get(
+            (group.get(service_b), group.get(service_a))
+        )
+        return parse_time("rtt", pair["rtt"]) * 1000 if pair else 0.0
+
+
+def _direction(settings: dict, peer: str, rate: str | None) -> dict:
+    body = {"peer": peer}
+    rtt = parse_time("rtt", settings["rtt"])
+    if rtt:
+        body["delay"] = f"{rtt * 1000 / 2:g}ms"
+    if settings.get("jitter"):
+        body["jitter"] = f"{parse_time('jitter', settings['jitter']) * 1000 / 2:g}ms"
+    if settings.get("loss"):
+        body["loss"] = settings["loss"]
+    if rate:
+        body["rate"] = rate
+    return body

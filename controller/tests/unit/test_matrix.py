@@ -1,0 +1,84 @@
+"""The delay matrix and the presets: bodies per member pair, region round trips from the table, what
+is refused (naming the key), and the manager replacing one matrix by the next."""
+
+import pytest
+from pydantic import ValidationError
+
+from laglab import presets
+from laglab.scenarios.spec import ScenarioError, load_text
+from laglab.shaping import backends
+from laglab.shaping.matrix import Matrix
+
+from .test_manager import LAB, manager
+
+THREE_SITES = {
+    "groups": {"eu": ["galera-node1"], "us": ["galera-node2"], "ap": ["galera-node3"]},
+    "regions": {"eu": "eu-west-1", "us": "us-east-1", "ap": "ap-southeast-1"},
+}
+
+
+def test_regions_give_every_pair_its_round_trip_half_each_way():
+    m = Matrix.model_validate(THREE_SITES)
+    bodies = dict(((s, b["peer"]), b["delay"]) for s, b in m.bodies())
+    assert bodies == {
+        ("galera-node1", "galera-node2"): "40.25ms",
+        ("galera-node2", "galera-node1"): "40.25ms",
+        ("galera-node1", "galera-node3"): "119.3ms",
+        ("galera-node3", "galera-node1"): "119.3ms",
+        ("galera-node2", "galera-node3"): "108.35ms",
+        ("galera-node3", "galera-node2"): "108.35ms",
+    }
+    assert m.rtt_ms("galera-node3", "galera-node1") == 238.6
+
+
+def test_an_explicit_link_wins_and_an_access_preset_is_asymmetric():
+    m = Matrix.model_validate({**THREE_SITES, "links": [{"between": ["ap", "us"], "preset": "dsl"}]})
+    bodies = {(s, b["peer"]): b for s, b in m.bodies()}
+    assert bodies[("galera-node3", "galera-node2")] == {"peer": "galera-node2", "delay": "25ms", "rate": "384kbit"}
+    assert bodies[("galera-node2", "galera-node3")]["rate"] == "1500kbit", "down: to the access side"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"regions": {"eu": "eu-west-1", "us": "us-east-1", "ap": "mars-1"}}, "regions: no round trip between"),
+        ({"regions": {"eu": "eu-west-1"}}, "regions: no region for group us"),
+        ({"links": [{"between": ["eu", "moon"], "rtt": "5ms"}]}, "links.0.between: no group 'moon'"),
+        ({"links": [{"between": ["eu", "us"]}]}, "links.0: give rtt or preset"),
+        ({"groups": {"a": ["x"], "b": ["x"]}, "regions": None}, "groups.b: x is already in a"),
+    ],
+)
+def test_refusals_name_the_key(change, message):
+    with pytest.raises(ValidationError) as caught:
+        Matrix.model_validate({**THREE_SITES, **change})
+    assert message in str(caught.value)
+
+
+def test_every_preset_table_has_a_source_and_a_date():
+    for table in presets.sources():
+        assert table["source"] and table["date"], table
+    assert presets.link("eu-west-1/us-east-1") == presets.link("us-east-1/eu-west-1") == {"rtt": "80.5ms"}
+
+
+def test_a_scenario_preset_fills_the_link_and_its_own_keys_win():
+    (point,) = load_text("name: t\nlink: {preset: lte, rtt: 20ms}\n").points
+    assert point.plan().shaping == (
+        ("mysql-source", {"delay": "10ms", "rate": "12mbit", "peer": "mysql-target"}),
+        ("mysql-target", {"delay": "10ms", "rate": "12mbit", "peer": "mysql-source"}),
+    )
+    with pytest.raises(ScenarioError) as caught:
+        load_text("name: t\nlink: {preset: moon}\n")
+    assert str(caught.value).startswith("link.preset: no preset 'moon'")
+
+
+def test_the_manager_replaces_one_matrix_by_the_next(tmp_path):
+    m = manager(backends.KernelBackend(), tmp_path, LAB)
+    first = Matrix.model_validate({"groups": {"a": ["mysql-source"], "b": ["mysql-target"]},
+                                   "links": [{"between": ["a", "b"], "rtt": "80ms"}]})  # fmt: skip
+    m.set_matrix(first)
+    assert {k: e.shaping.delay for k, e in m.entries.items()} == {
+        ("mysql-source", "mysql-target"): 0.04,
+        ("mysql-target", "mysql-source"): 0.04,
+    }
+    m.set_matrix(None)
+    assert m.entries == {} and m.matrix is None
