@@ -58,6 +58,8 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
         START_RECORDER=True,
         START_SHAPING=True,
         RESULTS_DIR=environ.get("RESULTS_DIR", "results"),
+        # Shipped scenarios and their traces (compose mounts ./scenarios here, read-only).
+        SCENARIOS_DIR=environ.get("SCENARIOS_DIR", str(Path(__file__).resolve().parents[2] / "scenarios")),
         SHAPING_STATE=environ.get("SHAPING_STATE", "/var/lib/laglab/shaping.json"),
     )
     if test_config:

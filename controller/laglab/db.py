@@ -134,13 +134,24 @@ class Dialect:
 
     @property
     def applier_timestamps(self) -> str | None:
-        """Newest applied transaction's original commit and end-of-apply, in epoch seconds (MySQL only)."""
+        """MySQL only, one row: the newest applied transaction (original commit, start and end of its
+        apply, by the worker that applied last) and the last one the receiver queued (original commit,
+        end of queueing), as epoch seconds, each with its GTID: what the lag split is made of."""
         if self.is_mariadb:
             return None
         return (
-            "SELECT UNIX_TIMESTAMP(MAX(LAST_APPLIED_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP)) AS committed, "
-            "UNIX_TIMESTAMP(MAX(LAST_APPLIED_TRANSACTION_END_APPLY_TIMESTAMP)) AS applied "
-            "FROM performance_schema.replication_applier_status_by_worker"
+            "SELECT w.gtid AS applied_gtid, w.committed, w.started, w.applied, "
+            "c.gtid AS queued_gtid, c.committed AS queued_committed, c.queued FROM "
+            "(SELECT LAST_APPLIED_TRANSACTION AS gtid, "
+            "UNIX_TIMESTAMP(LAST_APPLIED_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP) AS committed, "
+            "UNIX_TIMESTAMP(LAST_APPLIED_TRANSACTION_START_APPLY_TIMESTAMP) AS started, "
+            "UNIX_TIMESTAMP(LAST_APPLIED_TRANSACTION_END_APPLY_TIMESTAMP) AS applied "
+            "FROM performance_schema.replication_applier_status_by_worker WHERE CHANNEL_NAME = '' "
+            "ORDER BY LAST_APPLIED_TRANSACTION_END_APPLY_TIMESTAMP DESC LIMIT 1) w "
+            "LEFT JOIN (SELECT LAST_QUEUED_TRANSACTION AS gtid, "
+            "UNIX_TIMESTAMP(LAST_QUEUED_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP) AS committed, "
+            "UNIX_TIMESTAMP(LAST_QUEUED_TRANSACTION_END_QUEUE_TIMESTAMP) AS queued "
+            "FROM performance_schema.replication_connection_status WHERE CHANNEL_NAME = '') c ON TRUE"
         )
 
 

@@ -37,6 +37,9 @@ COLUMNS = [
     "heartbeat_seq",
     "seconds_behind_source",
     "applier_lag_seconds",
+    "transit_seconds",
+    "queue_seconds",
+    "apply_seconds",
     "io_running",
     "sql_running",
 ]
@@ -53,6 +56,9 @@ class LagSample:
     heartbeat_seq: int | None = None
     seconds_behind_source: int | None = None
     applier_lag_seconds: float | None = None
+    transit_seconds: float | None = None  # newest applied transaction: original commit -> queued in the relay log
+    queue_seconds: float | None = None  # queued -> apply started
+    apply_seconds: float | None = None  # apply started -> ended
     io_running: str | None = None
     sql_running: str | None = None
 
@@ -89,6 +95,48 @@ def applier_lag(committed: float | None, applied: float | None) -> float | None:
     return round(max(0.0, float(applied) - float(committed)), 6)
 
 
+class LagSplit:
+    """Where the newest applied transaction's lag went, from performance_schema (MySQL 8+): transit
+    (original commit -> end of queueing in the relay log), queue (-> start of apply) and apply (-> end).
+
+    The queue timestamps exist only for the receiver's last queued transaction, so every sample
+    remembers that one (GTID -> commit, queued). When the newest applied transaction was seen queued,
+    its split is exact; otherwise its transit is that of the nearest transaction seen queued before it
+    (the receiver's transit changes slowly) and the queue is what is left. The three add up to its
+    end of apply - original commit."""
+
+    def __init__(self, keep: int = 4096):
+        self._queued: collections.OrderedDict[str, tuple[float, float]] = collections.OrderedDict()
+        self._keep = keep
+        self.exact = 0
+        self.estimated = 0
+
+    def observe(self, gtid: str | None, committed, queued) -> None:
+        if not gtid or not committed or not queued or gtid in self._queued:
+            return
+        self._queued[gtid] = (float(committed), float(queued))
+        while len(self._queued) > self._keep:
+            self._queued.popitem(last=False)
+
+    def split(self, gtid: str | None, committed, started, applied) -> tuple[float, float, float] | None:
+        if not committed or not started or not applied:
+            return None  # zero dates: nothing applied since the server started
+        committed, started, applied = float(committed), float(started), float(applied)
+        seen = self._queued.get(gtid or "")
+        if seen is not None:
+            transit = seen[1] - committed
+            self.exact += 1
+        else:
+            # Queued in commit order: the nearest one before is found from the newest end.
+            transit = next((q - c for c, q in reversed(self._queued.values()) if c <= committed), None)
+            if transit is None:
+                return None
+            self.estimated += 1
+        transit = min(max(0.0, transit), max(0.0, started - committed))
+        queue = max(0.0, started - committed - transit)
+        return round(transit, 6), round(queue, 6), round(max(0.0, applied - started), 6)
+
+
 def make_sample(
     now: float,
     heartbeat: dict | None,
@@ -96,6 +144,7 @@ def make_sample(
     applier: dict | None,
     source_error: str | None,
     written: list[tuple[int, float]] | None = None,
+    split: LagSplit | None = None,
 ) -> LagSample:
     """One sample from what the target answered; `now` is the target's clock in epoch seconds."""
     sample = LagSample(time=iso(now), epoch=round(now, 6), status="ok")
@@ -106,6 +155,12 @@ def make_sample(
         sample.seconds_behind_source = None if behind is None else int(behind)
     if applier:
         sample.applier_lag_seconds = applier_lag(applier.get("committed"), applier.get("applied"))
+        if split is not None:
+            split.observe(applier.get("queued_gtid"), applier.get("queued_committed"), applier.get("queued"))
+            parts = split.split(applier.get("applied_gtid"), applier.get("committed"), applier.get("started"),
+                                applier.get("applied"))  # fmt: skip
+            if parts is not None:
+                sample.transit_seconds, sample.queue_seconds, sample.apply_seconds = parts
     if heartbeat is None:
         sample.status, sample.reason = "gap", "no heartbeat on mysql-target yet"
         return sample
@@ -160,6 +215,7 @@ class LagRecorder:
         self._written: collections.deque[tuple[int, float]] = collections.deque(maxlen=self.samples.maxlen * 2)
         self._written_lock = threading.Lock()
         self._writes_paused = threading.Event()
+        self.split = LagSplit()
 
     # --- the heartbeat writer (source) ---
     @property
@@ -231,7 +287,7 @@ class LagRecorder:
                     applier = cur.fetchone()
             with self._written_lock:
                 written = list(self._written)
-            sample = make_sample(now, heartbeat, status, applier, self.source_error, written)
+            sample = make_sample(now, heartbeat, status, applier, self.source_error, written, self.split)
         except (pymysql.MySQLError, OSError) as error:
             self._dst = _close(self._dst)
             now = time.time()

@@ -29,6 +29,15 @@ class LabCollector(Collector):
             behind.add_metric([lab.target.name], latest.seconds_behind_source)
         yield lag
         yield behind
+        split = GaugeMetricFamily(
+            "laglab_replication_lag_split_seconds",
+            "The newest applied transaction's lag by part: transit, queue, apply (MySQL performance_schema)",
+            labels=["replica", "part"],
+        )
+        if latest is not None and latest.transit_seconds is not None:
+            for part in ("transit", "queue", "apply"):
+                split.add_metric([lab.target.name, part], getattr(latest, f"{part}_seconds"))
+        yield split
 
         delay = GaugeMetricFamily(
             "laglab_shaping_delay_seconds",
@@ -63,6 +72,16 @@ class LabCollector(Collector):
                     link.add_metric([row["service"], "", "tx"], row["tx_bytes"])
                     link.add_metric([row["service"], "", "rx"], row["rx_bytes"])
         yield link
+
+        faults = GaugeMetricFamily(
+            "laglab_faults_active", "Faults in force (undone when their duration is over)", labels=["service", "action"]
+        )
+        for fault in lab.faults.active() if lab.faults is not None else []:
+            faults.add_metric([fault.service, fault.action], 1)
+        yield faults
+        partitions = GaugeMetricFamily("laglab_partitions", "Partitions in force")
+        partitions.add_metric([], len(lab.shaping.partitions) if lab.shaping is not None else 0)
+        yield partitions
 
         qps = GaugeMetricFamily("laglab_load_qps", "Queries per second of the running load (sysbench report)")
         load_rows = [r for r in (lab.load.rows if lab.load else []) if lab.load.running]

@@ -132,7 +132,12 @@ class PartitionBody(Body):
 
 
 class RunBody(Body):
-    scenario: str = Field(pattern=r"\S", description="the scenario file's YAML text")
+    scenario: str | None = Field(None, pattern=r"\S", description="the scenario file's YAML text")
+    file: str | None = Field(
+        None,
+        pattern=r"^[a-z0-9][a-z0-9-]{0,62}\.yaml$",
+        description="or a shipped scenario by file name (GET /api/scenarios)",
+    )
     quick: bool = False
 
 
@@ -161,6 +166,11 @@ class LagSample(Out):
     heartbeat_seq: int | None
     seconds_behind_source: int | None
     applier_lag_seconds: float | None = Field(description="MySQL: end of apply - original commit")
+    transit_seconds: float | None = Field(
+        None, description="MySQL, newest applied transaction: original commit -> queued in the relay log"
+    )
+    queue_seconds: float | None = Field(None, description="queued -> apply started")
+    apply_seconds: float | None = Field(None, description="apply started -> ended")
     io_running: str | None
     sql_running: str | None
 
@@ -340,6 +350,19 @@ class MatrixState(Out):
 class Presets(Out):
     sources: list[dict] = Field(description="each table's source and date")
     presets: dict[str, dict] = Field(description="name -> rtt, up/down rates; region pairs as 'a/b'")
+
+
+class ScenarioFile(Out):
+    file: str
+    name: str | None
+    description: str | None
+    points: int | None
+    timeline_steps: int | None
+    error: str | None = Field(None, description="why the file does not validate")
+
+
+class ScenarioFiles(Out):
+    scenarios: list[ScenarioFile]
 
 
 class Runs(Out):

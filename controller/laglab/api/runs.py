@@ -28,8 +28,17 @@ def lab():
     description="422: the scenario text is not a valid scenario (the message names the key path).",
 )  # fmt: skip
 def start(body: models.RunBody):
+    if (body.scenario is None) == (body.file is None):
+        raise ApiError(422, "scenario: give the scenario's text or a shipped file, one of them")
+    folder = scenarios_dir()
+    text = body.scenario
+    if body.file is not None:
+        path = folder / body.file
+        if not path.is_file():
+            raise ApiError(404, f"file: no scenario {body.file!r} (GET /api/scenarios lists them)")
+        text = path.read_text()
     try:
-        plan = load_text(body.scenario, quick=body.quick)
+        plan = load_text(text, quick=body.quick, base_dir=folder)
     except ScenarioError as error:
         raise ApiError(422, f"scenario: {error.path}: {error.message}") from None
     runs = current_app.extensions["laglab"].runs
@@ -38,10 +47,32 @@ def start(body: models.RunBody):
     the_lab = lab()
     if the_lab.load is not None and the_lab.load.running:
         raise ApiError(409, "run: the load panel's load is running; DELETE /api/load first")
-    run = ScenarioRun(the_lab, plan, Path(current_app.config["RESULTS_DIR"]), body.scenario)
+    run = ScenarioRun(the_lab, plan, Path(current_app.config["RESULTS_DIR"]), text)
     runs[run.id] = run
     run.start()
     return run.as_json(), 201
+
+
+def scenarios_dir() -> Path:
+    return Path(current_app.config["SCENARIOS_DIR"])
+
+
+@operation(
+    bp, "GET", "/api/scenarios", "The shipped scenario files (POST /api/runs {\"file\": ...} starts one)",
+    ok=(200, models.ScenarioFiles),
+)  # fmt: skip
+def scenarios():
+    out = []
+    for path in sorted(scenarios_dir().glob("*.yaml")):
+        entry = {"file": path.name, "name": None, "description": None, "points": None, "timeline_steps": None}
+        try:
+            plan = load_text(path.read_text(), base_dir=scenarios_dir())
+            entry.update(name=plan.scenario.name, description=plan.scenario.description, points=len(plan.points),
+                         timeline_steps=len(plan.scenario.timeline))  # fmt: skip
+        except (ScenarioError, OSError) as error:
+            entry["error"] = str(error)[:300]
+        out.append(entry)
+    return {"scenarios": out}
 
 
 @operation(bp, "GET", "/api/runs", "Scenario runs of this controller", ok=(200, models.Runs))

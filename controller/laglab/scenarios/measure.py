@@ -43,6 +43,7 @@ class Window:
     samples: list[tuple[float, dict]] = field(default_factory=list)  # the replicator's own figures
     bytes: int | None = None  # the replicator's byte counter over the window
     load_error: str | None = None
+    load_restarts: int = 0  # load.reconnect: sysbench started again after the server dropped it
 
 
 class LoadPhase:
@@ -92,5 +93,22 @@ class LoadPhase:
             self._keep(window, {"time": iso(now), "epoch": round(now, 3), "elapsed_s": result["seconds"],
                                 "threads": plan.threads, "tps": result["qps"], "qps": result["qps"]})  # fmt: skip
         else:
-            load.start(plan.profile, plan.seconds, on_row=lambda row: self._keep(window, row), owner=self.owner)
-            load.wait()
+            started = time.time()
+            deadline = started + plan.seconds
+            while True:
+                offset = round(time.time() - started)
+
+                def keep(row, offset=offset):
+                    self._keep(window, {**row, "elapsed_s": row["elapsed_s"] + offset})
+
+                load.start(plan.profile, max(1, round(deadline - time.time())), on_row=keep, owner=self.owner)
+                load.wait()
+                if not (plan.reconnect and load.error and not load.stopping and deadline - time.time() > 2):
+                    break
+                window.load_restarts += 1
+                try:
+                    self.sleep(1.0)  # the server is still down: try again in a second
+                except Exception:  # the run was interrupted
+                    break
+            if plan.reconnect and window.load_restarts and load.error and "connect" in load.error.lower():
+                load.error = None  # the last try found the server still down as the window closed

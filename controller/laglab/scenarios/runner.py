@@ -36,6 +36,9 @@ LAG_COLUMNS = [
     "heartbeat_age_seconds",
     "seconds_behind_source",
     "applier_lag_seconds",
+    "transit_seconds",
+    "queue_seconds",
+    "apply_seconds",
 ]
 LINK_COLUMNS = ["point", "time", "epoch", "kind", "service", "peer", "rx_bytes", "tx_bytes", "rx_packets", "tx_packets"]
 

@@ -209,6 +209,9 @@ class Load(Section):
     duration: Seconds(86400.0) = 60.0
     target: str = "mysql-source"
     protocol: Literal["plain", "compressed", "tls"] = "plain"  # sysbench --mysql-compression / --mysql-ssl
+    # sysbench is started again (every second) when the server drops it (a crash, a restart in the
+    # timeline), until load.duration is over; each restart is counted in the point's summary.
+    reconnect: bool = False
     # mysqlslap: `threads` is --concurrency; it runs `queries` of `query` once (duration is not used).
     query: str = "INSERT INTO laglab_slap (c) VALUES ('abcde')"
     queries: int = Field(500, ge=1, le=10_000_000)
@@ -329,6 +332,7 @@ class LoadPlan:
     queries: int  # mysqlslap
     query: str
     setup: str
+    reconnect: bool = False
 
 
 @dataclass(frozen=True)
@@ -375,7 +379,7 @@ class Point(Section):
         load = LoadPlan(
             tool=s.load.tool, target=target, profile=s.load_profile(), warmup=warmup,
             seconds=round(warmup) + s.load.seconds, threads=s.load.threads, queries=s.load.queries,
-            query=s.load.query, setup=s.load.setup,
+            query=s.load.query, setup=s.load.setup, reconnect=s.load.reconnect,
         )  # fmt: skip
         return PointPlan(shaping, verify, load, ((a, b), (b, a)))
 

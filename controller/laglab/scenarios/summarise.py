@@ -43,6 +43,7 @@ def point_result(
         else round(window.bytes * 8 / 1e6 / max(1e-6, window.end - window.start), 4),
         **extra,
         "load_error": window.load_error,  # e.g. sysbench's FATAL line; the point then fails
+        "load_restarts": window.load_restarts,
         **timeline_figures(events, window.end),
     }
     result["assertions"] = [{"assertion": str(a), "passed": a.holds(result.get(a.metric))} for a in s.assertions]

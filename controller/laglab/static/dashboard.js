@@ -30,7 +30,10 @@ async function pollLag() {
   const q = state.lastEpoch ? `since=${state.lastEpoch}&seconds=${WINDOW}` : `seconds=${WINDOW}`;
   const data = await api("GET", `/api/lag?${q}`);
   for (const s of data.samples) {
-    state.points.push({ t: s.epoch, lag: s.status === "ok" ? s.lag_seconds : null });
+    state.points.push({
+      t: s.epoch, lag: s.status === "ok" ? s.lag_seconds : null,
+      split: s.transit_seconds == null ? null : [s.transit_seconds, s.queue_seconds, s.apply_seconds],
+    });
     state.lastEpoch = Math.max(state.lastEpoch, s.epoch);
   }
   const cut = state.lastEpoch - WINDOW;
@@ -62,7 +65,10 @@ function draw() {
     const ago = WINDOW * (1 - k / 5);
     g.fillText(ago >= 60 ? `-${(ago / 60).toFixed(ago % 60 ? 1 : 0)} min` : `-${ago.toFixed(0)} s`, x(end - ago) - 14, H - 8);
   }
-  const styles = { shaping: ["#b35c00", [6, 3], "S"], run: ["#6a3d9a", [2, 3], "R"], load: ["#2e7d32", [6, 3], "L"] };
+  const styles = {
+    shaping: ["#b35c00", [6, 3], "S"], run: ["#6a3d9a", [2, 3], "R"], load: ["#2e7d32", [6, 3], "L"],
+    fault: ["#c62828", [4, 2], "F"], timeline: ["#00838f", [1, 2], "T"],
+  };
   for (const mk of state.markers) {
     if (mk.epoch < start) continue;
     const [color, dash, letter] = styles[mk.kind] || ["#888", [3, 3], "?"];
@@ -77,6 +83,29 @@ function draw() {
   g.stroke();
   const last = state.markers.filter(m => m.epoch >= start).slice(-1)[0];
   c.title = last ? `${last.time}: ${last.text}` : "";
+  drawSplit(start, end);
+}
+
+// Stacked: transit, queue, apply of the newest applied transaction at each sample.
+const SPLIT_COLOURS = ["#1f5fa8", "#e08a00", "#2e7d32"];
+function drawSplit(start, end) {
+  const c = document.getElementById("split-chart"), g = c.getContext("2d");
+  const W = c.width, H = c.height, L = 55, R = 10, T = 8, B = 8;
+  g.clearRect(0, 0, W, H);
+  const pts = state.points.filter(p => p.split && p.t >= start);
+  state.splitSamples = pts.length;
+  const top = Math.max(0.01, ...pts.map(p => p.split[0] + p.split[1] + p.split[2])) * 1.15;
+  const x = t => L + (t - start) / (end - start || 1) * (W - L - R), y = v => H - B - v / top * (H - T - B);
+  g.fillStyle = "#444"; g.font = "11px sans-serif";
+  g.fillText(top < 1 ? `${(top * 1000).toFixed(0)} ms` : `${top.toFixed(2)} s`, 2, T + 8);
+  for (let layer = 2; layer >= 0; layer--) {  // the total first, then what lies under it
+    g.fillStyle = SPLIT_COLOURS[layer];
+    for (let i = 0; i < pts.length; i++) {
+      const p = pts[i], next = pts[i + 1], w = Math.max(1, next ? x(next.t) - x(p.t) : 2);
+      const v = p.split.slice(0, layer + 1).reduce((a, b) => a + b, 0);
+      g.fillRect(x(p.t), y(v), w, y(0) - y(v));
+    }
+  }
 }
 
 // --- containers, links, shaping form ---
@@ -106,9 +135,10 @@ async function pollContainers() {
     }
   }
   const shapeable = cs.containers.filter(c => c.running && c.ip && c.shapeable).map(c => c.service);
-  for (const id of ["f-service", "f-peer"]) {
+  const faultable = cs.containers.filter(c => c.shapeable).map(c => c.service);  // stopped ones can be started
+  for (const id of ["f-service", "f-peer", "fault-service"]) {
     const sel = document.getElementById(id), keep = sel.value;
-    const wanted = (id === "f-peer" ? [""] : []).concat(shapeable);
+    const wanted = id === "fault-service" ? faultable : (id === "f-peer" ? [""] : []).concat(shapeable);
     if ([...sel.options].map(o => o.value).join() !== wanted.join()) {
       sel.innerHTML = "";
       for (const s of wanted) { const o = document.createElement("option"); o.value = s; o.textContent = s || "(all)"; sel.appendChild(o); }
@@ -132,6 +162,31 @@ document.getElementById("f-clear").addEventListener("click", async () => {
   const f = new FormData(document.getElementById("shaping-form")), out = document.getElementById("f-result");
   const q = f.get("peer") ? `?peer=${encodeURIComponent(f.get("peer"))}` : "";
   try { await api("DELETE", `/api/shaping/${encodeURIComponent(f.get("service"))}${q}`); out.textContent = "cleared"; out.className = "ok"; }
+  catch (e) { out.textContent = e.message; out.className = "error"; }
+  refresh();
+});
+
+// --- faults and partitions ---
+async function pollFaults() {
+  const [faults, parts] = await Promise.all([api("GET", "/api/faults"), api("GET", "/api/partitions")]);
+  const box = document.getElementById("active-faults");
+  box.innerHTML = "";
+  const items = faults.active.map(f => `${f.id}: ${f.action} ${f.service} (${f.undo} when its ${f.duration_seconds}s are over)`)
+    .concat(parts.partitions.map(p => `${p.id}: partition ${p.a.join(",")} ${p.oneway ? "→" : "↔"} ${p.b.join(",")}` + (p.expires_in ? `, heals in ${p.expires_in}` : "")));
+  for (const text of items.length ? items : ["none active"]) { const li = document.createElement("li"); li.textContent = text; box.appendChild(li); }
+}
+document.getElementById("fault-form").addEventListener("submit", async ev => {
+  ev.preventDefault();
+  const f = new FormData(ev.target), out = document.getElementById("fault-result");
+  const body = { service: f.get("service"), action: f.get("action") };
+  if (f.get("duration")) body.duration = f.get("duration");
+  try { const r = await api("POST", "/api/faults", body); out.textContent = `${r.id}: took effect after ${r.effect_ms} ms`; out.className = "ok"; }
+  catch (e) { out.textContent = e.message; out.className = "error"; }
+  refresh();
+});
+document.getElementById("heal-all").addEventListener("click", async () => {
+  const out = document.getElementById("fault-result");
+  try { await api("DELETE", "/api/partitions"); out.textContent = "healed"; out.className = "ok"; }
   catch (e) { out.textContent = e.message; out.className = "error"; }
   refresh();
 });
@@ -170,6 +225,24 @@ async function pollRuns() {
   }
 }
 
+async function loadScenarioList() {
+  const data = await api("GET", "/api/scenarios");
+  const sel = document.getElementById("run-file");
+  sel.innerHTML = "";
+  for (const sc of data.scenarios.filter(x => !x.error)) {
+    const o = document.createElement("option"); o.value = sc.file;
+    o.textContent = sc.file + (sc.timeline_steps ? ` (timeline: ${sc.timeline_steps} step${sc.timeline_steps > 1 ? "s" : ""})` : "");
+    o.title = sc.description || ""; sel.appendChild(o);
+  }
+}
+document.getElementById("run-form").addEventListener("submit", async ev => {
+  ev.preventDefault();
+  const f = new FormData(ev.target), out = document.getElementById("run-result");
+  try { const r = await api("POST", "/api/runs", { file: f.get("file"), quick: f.get("quick") === "on" }); out.textContent = `started ${r.id}`; out.className = "ok"; }
+  catch (e) { out.textContent = e.message; out.className = "error"; }
+  refresh();
+});
+
 async function pollHealth() {
   const h = await api("GET", "/api/health");
   const rec = h.recorder;
@@ -180,11 +253,11 @@ async function pollHealth() {
 }
 
 async function refresh() {
-  for (const f of [pollContainers, pollLoad, pollRuns, pollHealth]) f().catch(e => console.warn(f.name, e));
+  for (const f of [pollContainers, pollFaults, pollLoad, pollRuns, pollHealth]) f().catch(e => console.warn(f.name, e));
 }
 async function tick() {
   try { await pollLag(); await pollEvents(); draw(); } catch (e) { document.getElementById("status").textContent = "controller unreachable: " + e.message; }
 }
-pollHealth().catch(() => {}).finally(() => { tick(); refresh(); });
+pollHealth().catch(() => {}).finally(() => { tick(); refresh(); loadScenarioList().catch(e => console.warn("scenarios", e)); });
 setInterval(tick, 1000);
 setInterval(refresh, 3000);

@@ -61,3 +61,25 @@ def test_mariadb_status_names():
     status = {"Slave_IO_Running": "Yes", "Slave_SQL_Running": "No", "Seconds_Behind_Master": None}
     sample = make_sample(100.35, {"seq": 13, "ts": 100.3}, status, None, None, WRITTEN)
     assert (sample.io_running, sample.sql_running, sample.seconds_behind_source) == ("Yes", "No", None)
+
+
+def test_the_lag_split_of_a_transaction_seen_queued_is_exact():
+    from laglab.lag import LagSplit
+
+    split = LagSplit()
+    split.observe("u:7", 100.0, 100.4)  # committed at 100.0, queued 0.4 s later (the network)
+    assert split.split("u:7", 100.0, 101.5, 101.6) == (0.4, 1.1, 0.1)  # then 1.1 s in the relay log
+    assert (split.exact, split.estimated) == (1, 0)
+
+
+def test_the_lag_split_borrows_the_transit_of_the_nearest_queued_one_and_adds_up():
+    from laglab.lag import LagSplit
+
+    split = LagSplit()
+    split.observe("u:5", 100.0, 100.3)
+    split.observe("u:9", 102.0, 102.2)
+    transit, queue, apply = split.split("u:8", 101.0, 101.9, 102.0)
+    assert (transit, queue, apply) == (0.3, 0.6, 0.1), "u:5 is the nearest queued before u:8"
+    assert round(transit + queue + apply, 6) == 102.0 - 101.0
+    assert split.split("u:1", 99.0, 99.5, 99.6) is None, "nothing seen queued before it"
+    assert split.split("u:9", 0, 0, 0) is None, "performance_schema's zero dates"

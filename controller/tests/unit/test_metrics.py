@@ -22,10 +22,24 @@ def fake_lab():
     }
     return SimpleNamespace(
         recorder=SimpleNamespace(
-            samples=collections.deque([LagSample("t", 1.0, "ok", lag_seconds=0.25, seconds_behind_source=0)])
+            samples=collections.deque(
+                [
+                    LagSample(
+                        "t",
+                        1.0,
+                        "ok",
+                        lag_seconds=0.25,
+                        seconds_behind_source=0,
+                        transit_seconds=0.2,
+                        queue_seconds=0.04,
+                        apply_seconds=0.01,
+                    )
+                ]
+            )
         ),
         target=SimpleNamespace(name="mysql-target"),
-        shaping=SimpleNamespace(lock=threading.Lock(), entries=entries),
+        shaping=SimpleNamespace(lock=threading.Lock(), entries=entries, partitions={"p1": object()}),
+        faults=SimpleNamespace(active=lambda: [SimpleNamespace(service="mysql-target", action="pause")]),
         counters=SimpleNamespace(
             latest=[
                 {"kind": "link", "service": "mysql-source", "peer": "mysql-target", "tx_bytes": 1000},
@@ -60,3 +74,7 @@ def test_metrics_follow_the_lab_state():
     assert got[("laglab_link_bytes_total", (("direction", "rx"), ("peer", ""), ("service", "mysql-source")))] == 7000
     assert got[("laglab_load_qps", ())] == 300.0
     assert got[("laglab_run_info", (("id", "r1"), ("point", "3"), ("scenario", "latency-sweep")))] == 1
+    for part, value in (("transit", 0.2), ("queue", 0.04), ("apply", 0.01)):
+        assert got[("laglab_replication_lag_split_seconds", (("part", part), ("replica", "mysql-target")))] == value
+    assert got[("laglab_faults_active", (("action", "pause"), ("service", "mysql-target")))] == 1
+    assert got[("laglab_partitions", ())] == 1
