@@ -121,7 +121,9 @@ class LoadBody(Body):
 class FaultBody(Body):
     service: Service
     action: Literal[tuple(ACTIONS)]  # type: ignore[valid-type]
-    duration: Time | None = Field(None, examples=["20s"], description="undo after this long (not for restart)")
+    duration: Time | None = Field(
+        None, examples=["20s"], description="undo this long after it took effect (not for restart)"
+    )
 
 
 class PartitionBody(Body):

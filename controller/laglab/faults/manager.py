@@ -86,7 +86,8 @@ class FaultManager:
             self.recent.append(fault)
         self._event(f"{service}: {action}" + (f" for {duration:g}s" if duration else ""))
         if duration and timer:
-            fault._timer = threading.Timer(duration - (fault.effect - fault.asked), self._undo_due, args=(fault,))
+            # The duration is how long the fault lasts once it took effect (a clean stop takes seconds).
+            fault._timer = threading.Timer(duration, self._undo_due, args=(fault,))
             fault._timer.daemon = True
             fault._timer.start()
         return fault

@@ -175,12 +175,19 @@ class Cluster(Replicator):
     def summary(self, scenario, samples) -> dict:
         c = scenario.cluster
         services = self.services()
+        writer, delayed = services[c.write_node - 1], services[c.delayed_node - 1]
+        matrix = scenario.link.matrix
+        # With a delay matrix the table's column is the round trip from the writer to the named node.
+        delay_ms = matrix.rtt_ms(writer, delayed) if matrix is not None else c.delay * 1000
         return {
             "cluster": {
                 "kind": self.kind,
-                "write_node": services[c.write_node - 1],
-                "delayed_node": services[c.delayed_node - 1],
-                "delay_ms": c.delay * 1000,
+                "write_node": writer,
+                "delayed_node": delayed,
+                "delay_ms": delay_ms,
+                "matrix": None
+                if matrix is None
+                else {f"{a}-{b}": v["rtt"] for (a, b), v in matrix.link_settings().items()},
             }
         }
 

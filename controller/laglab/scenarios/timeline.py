@@ -335,7 +335,14 @@ class TimelineRun:
         duration = step.duration or (max(0.1, self.length - (time.time() - self.t0)) if undoable else None)
         fault = faults.inject(step.fault.service, step.fault.action, duration, timer=False)
         if undoable:
-            self._later(key, step, lambda: faults.undo(fault.id).undone if fault.active else None)
+
+            def undo():
+                # As POST /api/faults: the duration counts from the effect (a clean stop takes seconds).
+                if step.duration and not self._stop.is_set():
+                    self._stop.wait(max(0.0, fault.effect + step.duration - time.time()))
+                return faults.undo(fault.id).undone if fault.active else None
+
+            self._later(key, step, undo)
         return fault.effect, not undoable
 
     def _trace_start(self, key: int, step: Step) -> tuple[float, bool]:

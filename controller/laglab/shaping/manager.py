@@ -179,6 +179,7 @@ class ShapingManager:
             had_partitions = dict(self.partitions)
             self.entries.clear()
             self.partitions.clear()
+            self.matrix = None  # its entries went with the others
             self._apply_or_roll_back(lab, before, had_partitions)
             if before or had_partitions:
                 self._event("all shaping cleared" + (", partitions healed" if had_partitions else ""))

@@ -173,3 +173,21 @@ def test_wan_sync_cluster_quick_time_falls_as_concurrency_rises(clusters_up):
     assert "## galera: seconds per run" in text and "## group-replication: seconds per run" in text
     assert (folder / "cluster.png").stat().st_size > 1000
     assert statistics.fmean(seconds.values()) > 0
+
+
+@pytest.mark.parametrize("scenario", ["galera-three-regions", "gr-three-regions"])
+def test_three_regions_quick_from_the_region_presets(clusters_up, settings, scenario):
+    """One node per region, the matrix from the shipped AWS round trips: ping between the nodes says
+    so, commits wait for the slowest quorum, and the three nodes end identical."""
+    done, summary, folder = run_scenario(scenario)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert summary["status"] == "completed" and summary["consistency"]["identical"] is True, summary["consistency"]
+    one, sixteen = summary["points"]
+    for point in (one, sixteen):
+        assert point["cluster"]["matrix"] == {"eu-us": "80.5ms", "eu-ap": "238.6ms", "us-ap": "216.7ms"}
+        v = point["verification"]
+        assert v["ok"] and abs(v["rtt"]["median_ms"] - 80.5) <= 5, v  # node 1 (eu) to node 2 (us)
+    # 100 commits one after another, each waiting at least for its nearest peer (us, 80.5 ms away).
+    assert one["load_seconds"] >= 0.9 * 100 * 0.0805, one
+    assert sixteen["load_seconds"] < one["load_seconds"] / 3, (one["load_seconds"], sixteen["load_seconds"])
+    assert "+80.5 ms" in (folder / "report.md").read_text()

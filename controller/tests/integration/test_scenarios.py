@@ -4,13 +4,16 @@ on the results bundle the run leaves."""
 import json
 import re
 import subprocess
+from pathlib import Path
 
 from .conftest import ROOT
 
 
-def run_scenario(name: str) -> tuple[subprocess.CompletedProcess, dict, str]:
+def run_scenario(name) -> tuple[subprocess.CompletedProcess, dict, str]:
+    """A shipped scenario by name, or any scenario file by its path, --quick, through scripts/run."""
+    scenario = str(name) if isinstance(name, Path) else f"scenarios/{name}.yaml"
     done = subprocess.run(
-        [str(ROOT / ".venv/bin/python"), str(ROOT / "scripts/run"), f"scenarios/{name}.yaml", "--quick"],
+        [str(ROOT / ".venv/bin/python"), str(ROOT / "scripts/run"), scenario, "--quick"],
         cwd=ROOT, capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     match = re.search(r"-> (results/\S+)", done.stdout)
