@@ -12,6 +12,7 @@ from flask import Flask, request
 
 from . import config, errors
 from .api import BLUEPRINTS
+from .cluster_lag import ClusterWatch
 from .containers import Containers
 from .counters import Counters
 from .db import Endpoint, lab_endpoints
@@ -47,6 +48,7 @@ class Lab:
     counters: Counters | None = None
     load: LoadGenerator | None = None
     faults: FaultManager | None = None
+    clusters: ClusterWatch | None = None  # per-node lag of the profiles' clusters
     netem_available: bool | None = None
 
 
@@ -86,6 +88,11 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
         if lab.run is not None:
             lab.counters = Counters(containers, executor, lab.run)
             lab.counters.start()
+        if lab.recorder is not None:
+            from .replicators import CLUSTERS
+
+            lab.clusters = ClusterWatch(lab, CLUSTERS, lab.recorder.interval, settings.LAG_WINDOW_SECONDS)
+            lab.clusters.start()
     app.extensions["laglab"] = lab
 
     allowed_hosts = {"127.0.0.1", "localhost", "::1", "controller", settings.CONTROLLER_BIND}
@@ -171,6 +178,8 @@ def shutdown(app: Flask, clear_kernel: bool, run_grace: float = 20.0) -> None:
             errors.log.error("undoing faults at exit failed: %s", error)
     if lab.counters:
         lab.counters.stop()
+    if lab.clusters:
+        lab.clusters.stop()
     if lab.shaping:
         lab.shaping.stop(clear_kernel=clear_kernel)
     if lab.recorder:

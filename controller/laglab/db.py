@@ -76,7 +76,12 @@ class Dialect:
         return self.flavor == "mariadb"
 
     def change_source(self, host: str, port: int, user: str, password: str) -> tuple[str, tuple]:
-        """The replica's CHANGE statement with GTID auto-positioning, as (sql, args)."""
+        """The replica's CHANGE statement with GTID auto-positioning, as (sql, args).
+
+        It retries a lost source every second for a day: with MySQL's retry count of 10 and the
+        1 s interval, a source down for more than 10 s (a crash under load, found by
+        source-crash-under-load) left the receiver stopped for good. MariaDB retries 86400 times
+        by default (master_retry_count)."""
         if self.is_mariadb:
             sql = (
                 "CHANGE MASTER TO MASTER_HOST=%s, MASTER_PORT=%s, MASTER_USER=%s, MASTER_PASSWORD=%s, "
@@ -85,7 +90,8 @@ class Dialect:
         else:
             sql = (
                 "CHANGE REPLICATION SOURCE TO SOURCE_HOST=%s, SOURCE_PORT=%s, SOURCE_USER=%s, "
-                "SOURCE_PASSWORD=%s, SOURCE_AUTO_POSITION=1, GET_SOURCE_PUBLIC_KEY=1, SOURCE_CONNECT_RETRY=1"
+                "SOURCE_PASSWORD=%s, SOURCE_AUTO_POSITION=1, GET_SOURCE_PUBLIC_KEY=1, SOURCE_CONNECT_RETRY=1, "
+                "SOURCE_RETRY_COUNT=86400"
             )
         return sql, (host, port, user, password)
 

@@ -28,6 +28,7 @@ from .db import META_SCHEMA, Dialect, Endpoint, connect, replica_field, server_d
 from .results import Fanout, Run, iso
 
 COLUMNS = [
+    "replica",
     "time",
     "epoch",
     "status",
@@ -61,6 +62,11 @@ class LagSample:
     apply_seconds: float | None = None  # apply started -> ended
     io_running: str | None = None
     sql_running: str | None = None
+    replica: str | None = None  # the node the sample is of (the main recorder's: mysql-target)
+    # A cluster member's own queue figures (laglab.cluster_lag; None where the kind has no such figure).
+    certifier_queue: int | None = None  # GR: transactions waiting for certification
+    applier_queue: int | None = None  # GR: certified, waiting to be applied; Galera: wsrep_local_recv_queue
+    flow_control: float | None = None  # GR: throttling active (0/1); Galera: wsrep_flow_control_paused
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -294,6 +300,7 @@ class LagRecorder:
             sample = LagSample(
                 time=iso(now), epoch=round(now, 6), status="gap", reason=f"mysql-target: {_describe(error)}"
             )
+        sample.replica = self.target.name
         self.samples.append(sample)
         self.series.append(sample.as_dict())
         self.feed.publish(sample)

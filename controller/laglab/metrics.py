@@ -27,8 +27,29 @@ class LabCollector(Collector):
             lag.add_metric([lab.target.name], latest.lag_seconds)
         if latest is not None and latest.seconds_behind_source is not None:
             behind.add_metric([lab.target.name], latest.seconds_behind_source)
+        queue = GaugeMetricFamily(
+            "laglab_cluster_queue_transactions",
+            "A cluster member's replication queue (GR: certifier, applier; Galera: applier = wsrep_local_recv_queue)",
+            labels=["replica", "queue"],
+        )
+        flow = GaugeMetricFamily(
+            "laglab_cluster_flow_control",
+            "GR: flow control throttles the member now (0/1); Galera: wsrep_flow_control_paused",
+            labels=["replica"],
+        )
+        for recorder in lab.clusters.recorders.values() if getattr(lab, "clusters", None) is not None else ():
+            for node, sample in recorder.latest().items():
+                if sample["lag_seconds"] is not None:
+                    lag.add_metric([node], sample["lag_seconds"])
+                for name in ("certifier", "applier"):
+                    if sample[f"{name}_queue"] is not None:
+                        queue.add_metric([node, name], sample[f"{name}_queue"])
+                if sample["flow_control"] is not None:
+                    flow.add_metric([node], sample["flow_control"])
         yield lag
         yield behind
+        yield queue
+        yield flow
         split = GaugeMetricFamily(
             "laglab_replication_lag_split_seconds",
             "The newest applied transaction's lag by part: transit, queue, apply (MySQL performance_schema)",

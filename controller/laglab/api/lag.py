@@ -11,18 +11,33 @@ bp = Blueprint("lag", __name__)
 
 @operation(
     bp, "GET", "/api/lag", "Latest lag sample and a recent window", query=models.LagQuery,
-    ok=(200, models.LagWindow), errors=(503,),
+    ok=(200, models.LagWindow), errors=(404, 503),
 )  # fmt: skip
 def lag(query: models.LagQuery):
-    recorder = current_app.extensions["laglab"].recorder
+    lab = current_app.extensions["laglab"]
+    recorder = lab.recorder
     if recorder is None:
         raise ApiError(503, "the lag recorder is not running")
+    samples = recorder.samples
+    replicas = {recorder.target.name: recorder.samples[-1].as_dict()} if recorder.samples else {}
+    if lab.clusters is not None:
+        for node in lab.clusters.recorders.values():
+            replicas.update(node.latest())
+    if query.replica not in (None, recorder.target.name):
+        samples = lab.clusters.replica(query.replica) if lab.clusters is not None else None
+        if samples is None:
+            raise ApiError(
+                404, f"replica: no lag recorded for {query.replica!r} (recorded: {', '.join(sorted(replicas))})"
+            )
     # A longer window than the recorder keeps gives all it keeps (window_seconds says how much).
-    seconds = min(query.seconds, recorder.samples.maxlen * recorder.interval)
-    window = [s for s in recorder.window(seconds) if s.epoch > query.since]
-    latest = recorder.samples[-1].as_dict() if recorder.samples else None
+    seconds = min(query.seconds, samples.maxlen * recorder.interval)
+    listed = list(samples)
+    since = (listed[-1].epoch - seconds) if listed else 0
+    window = [s for s in listed if s.epoch >= since and s.epoch > query.since]
+    latest = listed[-1].as_dict() if listed else None
     return {
         "latest": latest,
+        "replicas": replicas,
         "interval_ms": round(recorder.interval * 1000),
         "csv": f"results/{recorder.run.path.name}/lag.csv",
         "window_seconds": seconds,

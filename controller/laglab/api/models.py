@@ -61,6 +61,9 @@ class LagQuery(Query):
         30, ge=0, le=86400, description="window length; more than the recorder keeps gives all it keeps"
     )
     since: float = Field(0, ge=0, le=1e11, description="only samples after this epoch")
+    replica: Service | None = Field(
+        None, description="a cluster member (gr-node2, galera-node3); default: mysql-target"
+    )
 
 
 class EventsQuery(Query):
@@ -175,10 +178,17 @@ class LagSample(Out):
     apply_seconds: float | None = Field(None, description="apply started -> ended")
     io_running: str | None
     sql_running: str | None
+    replica: str | None = Field(None, description="the node the sample is of")
+    certifier_queue: int | None = Field(None, description="GR: transactions waiting for certification")
+    applier_queue: int | None = Field(
+        None, description="GR: certified, waiting to apply; Galera: wsrep_local_recv_queue"
+    )
+    flow_control: float | None = Field(None, description="GR: throttled now (0/1); Galera: wsrep_flow_control_paused")
 
 
 class LagWindow(Out):
     latest: LagSample | None
+    replicas: dict[str, LagSample] = Field(description="every recorded replica's latest sample (cluster members too)")
     interval_ms: int
     csv: str
     window_seconds: float

@@ -64,7 +64,9 @@ def scenarios_dir() -> Path:
 def scenarios():
     out = []
     for path in sorted(scenarios_dir().glob("*.yaml")):
-        entry = {"file": path.name, "name": None, "description": None, "points": None, "timeline_steps": None}
+        entry = {
+            "file": path.name, "name": None, "description": None, "points": None, "timeline_steps": None, "error": None,
+        }  # fmt: skip
         try:
             plan = load_text(path.read_text(), base_dir=scenarios_dir())
             entry.update(name=plan.scenario.name, description=plan.scenario.description, points=len(plan.points),

@@ -83,6 +83,12 @@ class Cluster(Replicator):
         return nodes[0]
 
     @classmethod
+    def queues(cls, conn) -> dict:
+        """This node's own replication queue figures, as LagSample fields (certifier_queue,
+        applier_queue, flow_control); none where the kind has none."""
+        return {}
+
+    @classmethod
     def setup(cls, settings) -> None:
         raise NotImplementedError
 

@@ -27,6 +27,16 @@ class Galera(Cluster):
         }
 
     @classmethod
+    def queues(cls, conn) -> dict:
+        """Write-sets received and waiting to be applied; the share of time flow control paused
+        replication since the previous reading (wsrep_flow_control_paused)."""
+        recv, paused = status_var(conn, "wsrep_local_recv_queue"), status_var(conn, "wsrep_flow_control_paused")
+        return {
+            "applier_queue": int(recv) if recv is not None else None,
+            "flow_control": float(paused) if paused is not None else None,
+        }
+
+    @classmethod
     def node_ok(cls, member: dict) -> bool:
         return bool(member.get("state") == "Synced" and member.get("component") == "Primary" and member.get("ready"))
 

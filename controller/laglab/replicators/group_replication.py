@@ -14,7 +14,7 @@ import time
 import pymysql
 
 from ..db import Endpoint, connect, wait_connect
-from .cluster import Cluster, ClusterError, ensure_lab_account, rows, say
+from .cluster import Cluster, ClusterError, ensure_lab_account, rows, say, status_var
 
 STABLE = ("ONLINE",)
 TRANSIENT = ("RECOVERING",)
@@ -64,6 +64,23 @@ class GroupReplication(Cluster):
     @classmethod
     def node_ok(cls, member: dict) -> bool:
         return member.get("state") == "ONLINE"
+
+    @classmethod
+    def queues(cls, conn) -> dict:
+        """Transactions waiting for certification and, certified, for the applier
+        (replication_group_member_stats); whether flow control throttles this member now
+        (Gr_flow_control_throttle_active_count, MySQL 8.2+)."""
+        found = rows(
+            conn,
+            "SELECT COUNT_TRANSACTIONS_IN_QUEUE AS certifier, COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE AS applier "
+            "FROM performance_schema.replication_group_member_stats WHERE MEMBER_ID = @@server_uuid",
+        )
+        throttling = status_var(conn, "Gr_flow_control_throttle_active_count")
+        return {
+            "certifier_queue": int(found[0]["certifier"]) if found else None,
+            "applier_queue": int(found[0]["applier"]) if found else None,
+            "flow_control": None if throttling is None else float(int(throttling) > 0),
+        }
 
     @classmethod
     def writer(cls, nodes: list[Endpoint]) -> Endpoint:

@@ -114,6 +114,7 @@ class PointRecording:
         link_series,
         links: tuple[tuple[str, str], ...],
         feeds: tuple[str, ...] = ("lag", "links"),
+        nodes: tuple[str, ...] = (),
     ):
         self.point, self.load_start = point, load_start
         self.lag_series, self.link_series = lag_series, link_series
@@ -128,6 +129,8 @@ class PointRecording:
         self._lock = threading.Lock()
         self._past_end = {name: threading.Event() for name in feeds}  # only the feeds that will publish
         self._catch_up: list[dict] = []  # timeline events whose catch-up is not seen yet
+        self.nodes = nodes  # a cluster point's members: their own lag samples are recorded too
+        self.node_max: dict[str, float] = {}
 
     def watch_catch_up(self, event: dict) -> None:
         """Set event["catch_up_seconds"]: from its effect to the first sample with lag < 1 s."""
@@ -154,6 +157,18 @@ class PointRecording:
                 for event in [e for e in self._catch_up if sample.epoch >= e["effect_epoch"]]:
                     event["catch_up_seconds"] = round(sample.epoch - event["effect_epoch"], 3)
                     self._catch_up.remove(event)
+
+    def on_node_lag(self, sample) -> None:
+        """A cluster member's lag sample (laglab.cluster_lag): into lag.csv with its replica, and its
+        maximum over the measured window."""
+        if sample.replica not in self.nodes:
+            return
+        with self._lock:
+            if sample.epoch < self.load_start or (self.end is not None and sample.epoch > self.end):
+                return
+            self.lag_series.append({"point": self.point, **sample.as_dict()})
+            if self.start is not None and sample.epoch >= self.start and sample.lag_seconds is not None:
+                self.node_max[sample.replica] = max(self.node_max.get(sample.replica, 0.0), sample.lag_seconds)
 
     def on_links(self, rows: list[dict]) -> None:
         with self._lock:
@@ -214,4 +229,9 @@ class PointRecording:
                 "p95_lag_seconds": round(percentile(lags, 95), 3) if lags else None,
                 "lag_slope": None if slope is None else round(slope, 5),
                 "links_mbit": {pair: b.mbit for pair, b in self._bytes.items()},
+                **(
+                    {"node_max_lag_seconds": {k: round(v, 3) for k, v in sorted(self.node_max.items())}}
+                    if self.nodes
+                    else {}
+                ),
             }

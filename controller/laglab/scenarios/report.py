@@ -351,6 +351,8 @@ def timeline_lines(summary: dict) -> list[str]:
                 effect = _fmt(e.get("effect_ms"), 1)
                 if not e.get("ends_disruption"):
                     catch_up = ""
+                elif e.get("at_end"):
+                    catch_up = "- (the window had ended)"
                 elif e.get("catch_up_seconds") is None:
                     catch_up = "**not caught up** in the window"
                 else:

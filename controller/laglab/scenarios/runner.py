@@ -17,7 +17,7 @@ import traceback
 
 import yaml
 
-from ..replicators import for_kind
+from ..replicators import KINDS, for_kind
 from ..results import Run, iso
 from ..shaping.params import parse_request
 from . import environment, measure, report, summarise
@@ -29,6 +29,7 @@ log = logging.getLogger("laglab.runs")
 LOAD_COLUMNS = ["point", "time", "epoch", "elapsed_s", "threads", "tps", "qps", "latency_p95_ms", "errors_per_s"]
 LAG_COLUMNS = [
     "point",
+    "replica",
     "time",
     "epoch",
     "status",
@@ -164,6 +165,10 @@ class ScenarioRun:
         feeds = [(self.lab.recorder.feed, lambda sample: self._recording and self._recording.on_lag(sample))]
         if self.lab.counters is not None:
             feeds.append((self.lab.counters.feed, lambda rows: self._recording and self._recording.on_links(rows)))
+        if self.lab.clusters is not None:
+            feeds.append(
+                (self.lab.clusters.feed, lambda sample: self._recording and self._recording.on_node_lag(sample))
+            )
         return feeds
 
     def _resolved_yaml(self) -> str:
@@ -239,6 +244,7 @@ class ScenarioRun:
             self._link_series,
             links=plan.links,
             feeds=feeds + (("links",) if self.lab.counters is not None else ()),
+            nodes=tuple(KINDS[replicator.kind].services()) if point.scenario.cluster is not None else (),
         )
 
         timeline = None

@@ -62,7 +62,10 @@ def timeline_figures(events, end: float) -> dict:
     window (None when the replica did not catch up after one of them before the window closed)."""
     if not events:
         return {}
-    measured = [e for e in events if e.get("ends_disruption") and e.get("effect_epoch") and e["effect_epoch"] <= end]
+    measured = [
+        e for e in events
+        if e.get("ends_disruption") and not e.get("at_end") and e.get("effect_epoch") and e["effect_epoch"] <= end
+    ]  # fmt: skip
     catch_ups = [e.get("catch_up_seconds") for e in measured]
     return {
         "timeline": list(events),

@@ -30,7 +30,7 @@ from .fields import Seconds, Section
 log = logging.getLogger("laglab.timeline")
 EVENT_COLUMNS = [
     "point", "step", "action", "text", "asked", "asked_epoch", "effect_epoch", "effect_ms", "ends_disruption",
-    "catch_up_seconds", "error",
+    "at_end", "catch_up_seconds", "error",
 ]  # fmt: skip
 
 
@@ -223,6 +223,22 @@ class Step(Section):
         raise ValueError("write heal: all (every partition is healed)")
 
 
+def _eases(before: TraceRow, after: TraceRow) -> bool:
+    """A trace row that eases the link (no impairment worse, one better: a higher rate or none, less
+    delay, jitter or loss) ends a disruption: the replica's catch-up after it is measured."""
+
+    def values(row: TraceRow) -> tuple[float, float, float, float]:
+        extra = row.model_extra or {}
+        shaping = parse_request(extra).shaping if extra else None
+        if shaping is None:
+            return 0.0, 0.0, 0.0, float("inf")
+        return shaping.delay, shaping.jitter, shaping.loss, shaping.rate or float("inf")
+
+    (d0, j0, l0, r0), (d1, j1, l1, r1) = values(before), values(after)
+    no_worse = d1 <= d0 and j1 <= j0 and l1 <= l0 and r1 >= r0
+    return no_worse and (d1, j1, l1, r1) != (d0, j0, l0, r0)
+
+
 # --- running a timeline ---
 class TimelineRun:
     """Runs the steps of one point from `start(t0)` in a thread; `stop()` ends it and undoes whatever
@@ -263,13 +279,15 @@ class TimelineRun:
                 start = at + n * tr.period
                 if start >= stop_at:
                     break
-                for row in tr.rows:
+                for index, row in enumerate(tr.rows):
+                    eases = index > 0 and _eases(tr.rows[index - 1], row)
                     if start + row.t >= stop_at:
                         break
                     text = f"trace {tr.link[0]}<->{tr.link[1]}: " + (
                         " ".join(f"{k} {v}" for k, v in (row.model_extra or {}).items()) or "unshaped"
                     )
-                    out.append((start + row.t, next(order), number, text, lambda r=row, s=step: self._trace_row(s, r)))
+                    out.append((start + row.t, next(order), number, text,
+                                lambda r=row, s=step, e=eases: self._trace_row(s, r, e)))  # fmt: skip
             if ends:
                 out.append(
                     (
@@ -351,14 +369,14 @@ class TimelineRun:
         self._later(key, step, lambda: shaping.restore(saved))
         return time.time(), False
 
-    def _trace_row(self, step: Step, row: TraceRow) -> tuple[float, bool]:
+    def _trace_row(self, step: Step, row: TraceRow, eases: bool) -> tuple[float, bool]:
         target = Target(link=step.trace.link)
         body = dict(row.model_extra or {})
         if body:
             self.lab.shaping.change(target.requests(body))
         else:
             self.lab.shaping.change([], removes=target.keys())
-        return time.time(), False
+        return time.time(), eases
 
     def _later(self, key: int, step: Step, fn) -> None:
         with self._lock:
@@ -387,8 +405,9 @@ class TimelineRun:
                 return
             self._run(number, text, due, fn)
 
-    def _run(self, number: int, text: str, asked: float, fn) -> None:
+    def _run(self, number: int, text: str, asked: float, fn, at_end: bool = False) -> None:
         event = {"point": self.point, "step": number, "text": text, "asked_epoch": round(asked, 3), "asked": iso(asked)}
+        event["at_end"] = at_end  # undone because the window ended: no catch-up can be measured
         try:
             done = fn()
             if done is None:
@@ -416,4 +435,4 @@ class TimelineRun:
         for key, (step, _fn) in due:
             number = next(i for i, s in enumerate(self.steps, start=1) if s is step)
             text = f"undo at the end of the point: {self._describe(step)}"
-            self._run(number, text, time.time(), lambda k=key: self._undo(k))
+            self._run(number, text, time.time(), lambda k=key: self._undo(k), at_end=True)

@@ -38,6 +38,10 @@ async function pollLag() {
   }
   const cut = state.lastEpoch - WINDOW;
   while (state.points.length && state.points[0].t < cut) state.points.shift();
+  const others = Object.entries(data.replicas || {});
+  document.getElementById("replicas").textContent = others.length > 1 ? "every replica now: " + others.map(([name, r]) =>
+    `${name} ${r.status === "ok" ? (r.lag_seconds * 1000).toFixed(0) + " ms" : "gap"}` +
+    (r.applier_queue != null ? ` (queue ${r.applier_queue}${r.certifier_queue != null ? "/" + r.certifier_queue : ""})` : "")).join(", ") : "";
   const l = data.latest;
   document.getElementById("lag-now").textContent = l ? (l.status === "ok" ? `${(l.lag_seconds * 1000).toFixed(0)} ms` : `gap: ${l.reason}`) : "";
 }

@@ -8,6 +8,7 @@ from laglab.openapi import document
 
 class FakeRecorder:
     interval = 0.1
+    target = type("Target", (), {"name": "mysql-target"})
 
     def __init__(self, epochs):
         self.samples = collections.deque(

@@ -90,3 +90,10 @@ def test_the_one_gtid_wait():
     cursor.done, cursor.ran = 0, []
     assert wait_executed(conn, Dialect.from_version("10.11.6-MariaDB"), "0-1-5", 30) is False
     assert cursor.ran == [("SELECT MASTER_GTID_WAIT(%s, %s) = 0 AS done", ("0-1-5", 30))]
+
+
+def test_the_replica_retries_a_lost_source_for_a_day():
+    """Found by source-crash-under-load: MySQL's retry count (10) at the lab's 1 s interval stopped the
+    receiver for good after a source was down for more than 10 s."""
+    sql, _ = Dialect("mysql").change_source("mysql-source", 3306, "repl", "x")
+    assert "SOURCE_CONNECT_RETRY=1" in sql and "SOURCE_RETRY_COUNT=86400" in sql

@@ -167,6 +167,7 @@ class FakeLoad:
 class FakeLab:
     def __init__(self, calls):
         self.shaping, self.load, self.counters, self.events = FakeShaping(calls), FakeLoad(), None, None
+        self.clusters = None
         self.recorder = type("R", (), {"feed": Fanout("lag")})()
 
 

@@ -31,6 +31,7 @@ class FakeLoad:
 class FakeLab:
     def __init__(self, shaping):
         self.shaping, self.load, self.counters, self.events = shaping, FakeLoad(), None, None
+        self.clusters = None
         self.source = self.target = None
         self.recorder = type("R", (), {"feed": Fanout("lag")})()
 

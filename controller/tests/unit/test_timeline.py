@@ -102,7 +102,7 @@ def test_every_repeats_within_the_window_and_stop_undoes_what_is_in_force():
 
 
 def test_a_trace_replays_its_rows_then_restores_the_link():
-    timeline, log, _ = run(
+    timeline, log, events = run(
         "  - at: 0s\n"
         "    duration: 0.45s\n"
         "    trace: {link: [mysql-source, mysql-target], loop: true,\n"
@@ -119,6 +119,10 @@ def test_a_trace_replays_its_rows_then_restores_the_link():
         (0.01, None),  # looped: period 0.3 s
     ]
     assert log[-1] == ("restore", [("mysql-source", "mysql-target"), ("mysql-target", "mysql-source")])
+    # The row that clears the link eases it: the end of a disruption, whose catch-up is measured.
+    rows = [(e["text"].split(": ", 1)[1], e["ends_disruption"]) for e in events if e["text"].startswith("trace m")]
+    assert rows[:4] == [("delay 10ms", False), ("rate 2mbit delay 30ms", False), ("unshaped", True),
+                        ("delay 10ms", False)]  # fmt: skip
 
 
 def test_a_failing_step_is_an_event_with_its_error():

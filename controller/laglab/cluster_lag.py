@@ -1,0 +1,193 @@
+"""Per-node lag of the profiles' clusters: a heartbeat written on the cluster's writer (the Group
+Replication primary, Galera's node 1) into laglab_meta.cluster_heartbeat, read back on every other
+member with its own clock (all containers share the host's), the same frontier reading as the main
+recorder (laglab/lag.py). Each sample also carries the kind's own queue figures (`Cluster.queues`:
+GR's certifier and applier queues and flow-control throttling, Galera's receive queue and the share
+of time flow control paused replication).
+
+`ClusterWatch` starts a recorder for a cluster whose three containers are running and stops it when
+they are gone, so `make up PROFILE=galera` is all a user does. Samples go to the live lag.csv (with
+their `replica`), to /api/lag?replica=<node>, /metrics and the dashboard.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+
+import pymysql
+
+from .db import META_SCHEMA, connect
+from .lag import LagSample, frontier_lag, heartbeat_age
+from .results import Fanout, iso
+
+log = logging.getLogger("laglab.cluster_lag")
+TABLE = f"{META_SCHEMA}.cluster_heartbeat"
+
+
+class ClusterLagRecorder:
+    def __init__(self, kind, endpoints, interval: float, window_seconds: float, series=None, feed=None):
+        self.kind, self.endpoints, self.interval = kind, endpoints, interval
+        self.series = series
+        keep = max(10, int(window_seconds / interval))
+        self.samples: dict[str, collections.deque[LagSample]] = {
+            e.name: collections.deque(maxlen=keep) for e in endpoints
+        }
+        self.writer_name: str | None = None
+        self.feed = feed if feed is not None else Fanout(f"{kind.kind} lag")
+        self._written: collections.deque[tuple[int, float]] = collections.deque(maxlen=keep * 2)
+        self._seq = int(time.time() * 1000)
+        self._conns: dict[str, object] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.error: str | None = None
+
+    def _conn(self, endpoint):
+        conn = self._conns.get(endpoint.name)
+        if conn is None:
+            conn = self._conns[endpoint.name] = connect(endpoint, timeout=2)
+        return conn
+
+    def _drop(self, name: str) -> None:
+        conn = self._conns.pop(name, None)
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:  # noqa: S110 - dropped anyway
+                pass
+
+    def _write(self) -> None:
+        writer = self.kind.writer(self.endpoints)
+        if writer.name != self.writer_name:
+            conn = self._conn(writer)
+            with conn.cursor() as cur:
+                cur.execute(f"CREATE DATABASE IF NOT EXISTS {META_SCHEMA}")
+                cur.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (id INT PRIMARY KEY, seq BIGINT, ts DATETIME(6))")
+            self.writer_name = writer.name
+        with self._conn(writer).cursor() as cur:
+            self._seq += 1
+            cur.execute(f"REPLACE INTO {TABLE} (id, seq, ts) VALUES (1, %s, NOW(6))", (self._seq,))
+            cur.execute(f"SELECT UNIX_TIMESTAMP(ts) AS ts FROM {TABLE} WHERE id = 1")
+            self._written.append((self._seq, float(cur.fetchone()["ts"])))
+
+    def _read(self, endpoint) -> LagSample:
+        conn = self._conn(endpoint)
+        with conn.cursor() as cur:
+            cur.execute(
+                f"SELECT UNIX_TIMESTAMP(NOW(6)) AS now, seq, UNIX_TIMESTAMP(ts) AS ts FROM {TABLE} WHERE id = 1"
+            )
+            row = cur.fetchone()
+        queues = self.kind.queues(conn)
+        if row is None:
+            now = time.time()
+            return LagSample(iso(now), round(now, 6), "gap", reason=f"{endpoint.name}: no heartbeat yet", **queues)
+        now = float(row["now"])
+        sample = LagSample(iso(now), round(now, 6), "ok", heartbeat_seq=int(row["seq"]), **queues)
+        sample.heartbeat_age_seconds = heartbeat_age(now, float(row["ts"]))
+        lag = frontier_lag(now, int(row["seq"]), float(row["ts"]), list(self._written))
+        sample.lag_seconds = sample.heartbeat_age_seconds if lag is None else lag
+        return sample
+
+    def tick(self) -> None:
+        try:
+            self._write()
+            self.error = None
+        except (pymysql.MySQLError, OSError, RuntimeError) as error:
+            self.error = f"writer: {error}"
+            if self.writer_name:
+                self._drop(self.writer_name)
+            self.writer_name = None
+        for endpoint in self.endpoints:
+            if endpoint.name == self.writer_name:
+                continue  # the writer's own lag is zero by construction
+            try:
+                sample = self._read(endpoint)
+            except (pymysql.MySQLError, OSError) as error:
+                self._drop(endpoint.name)
+                now = time.time()
+                sample = LagSample(iso(now), round(now, 6), "gap", reason=f"{endpoint.name}: {error}")
+            if self.error and sample.status == "ok":
+                sample.status, sample.reason = "gap", self.error
+            sample.replica = endpoint.name
+            self.samples[endpoint.name].append(sample)
+            if self.series is not None:
+                self.series.append(sample.as_dict())
+            self.feed.publish(sample)
+
+    def _main(self) -> None:
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            self.tick()
+            next_at += self.interval
+            now = time.monotonic()
+            if next_at < now:
+                next_at = now + self.interval
+            self._stop.wait(next_at - now)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._main, name=f"{self.kind.kind}-lag", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        for name in list(self._conns):
+            self._drop(name)
+
+    def latest(self) -> dict[str, dict]:
+        return {name: samples[-1].as_dict() for name, samples in self.samples.items() if samples}
+
+
+class ClusterWatch:
+    """Starts and stops a recorder per cluster profile as its containers come and go."""
+
+    def __init__(self, lab, kinds: dict, interval: float, window_seconds: float, check_every: float = 5.0):
+        self.lab, self.kinds = lab, kinds
+        self.interval = max(interval, 0.05)
+        self.window_seconds, self.check_every = window_seconds, check_every
+        self.recorders: dict[str, ClusterLagRecorder] = {}
+        self.feed = Fanout("cluster lag")  # every node's samples (scenario runs subscribe)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def check(self) -> None:
+        running = {name for name, c in self.lab.containers.list().items() if c.running}
+        for name, kind in self.kinds.items():
+            up = all(service in running for service in kind.services())
+            if up and name not in self.recorders:
+                series = self.lab.recorder.series if self.lab.recorder is not None else None
+                recorder = ClusterLagRecorder(kind, kind.endpoints(self.lab.settings), self.interval,
+                                              self.window_seconds, series, self.feed)  # fmt: skip
+                recorder.start()
+                self.recorders[name] = recorder
+                log.info("recording per-node lag of %s", name)
+            elif not up and name in self.recorders:
+                self.recorders.pop(name).stop()
+
+    def replica(self, name: str) -> collections.deque | None:
+        for recorder in self.recorders.values():
+            if name in recorder.samples:
+                return recorder.samples[name]
+        return None
+
+    def _main(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.check()
+            except Exception as error:  # the Docker API may be slow or gone for a moment
+                log.warning("cluster watch: %s", error)
+            self._stop.wait(self.check_every)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._main, name="cluster-watch", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        for recorder in self.recorders.values():
+            recorder.stop()

@@ -1,0 +1,94 @@
+"""Per-node cluster lag against fake connections: the heartbeat goes to the writer only, each other
+member is read with its own clock, its queue figures travel with the sample, a lost member is a gap."""
+
+import collections
+
+import pymysql
+
+from laglab import cluster_lag
+from laglab.db import Endpoint
+
+
+class FakeCursor:
+    def __init__(self, conn):
+        self.conn, self.row = conn, None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def execute(self, sql, args=None):
+        self.conn.log.append(sql.split(" ")[0])
+        if self.conn.down:
+            raise pymysql.err.OperationalError(2013, "Lost connection")
+        if sql.startswith("SELECT UNIX_TIMESTAMP(ts)"):
+            self.row = {"ts": self.conn.world["written_ts"]}
+        elif sql.startswith("SELECT UNIX_TIMESTAMP(NOW(6))"):
+            self.row = {"now": self.conn.world["now"], **self.conn.world["on"][self.conn.name]}
+        elif sql.startswith("REPLACE"):
+            self.conn.world["seq"] = args[0]
+
+    def fetchone(self):
+        return self.row
+
+
+class FakeConn:
+    def __init__(self, name, world):
+        self.name, self.world, self.log, self.down = name, world, [], False
+
+    def cursor(self):
+        return FakeCursor(self)
+
+    def close(self):
+        pass
+
+
+class FakeKind:
+    kind = "galera"
+
+    @staticmethod
+    def writer(nodes):
+        return nodes[0]
+
+    @staticmethod
+    def queues(conn):
+        return {"applier_queue": 7, "flow_control": 0.25}
+
+
+def test_each_member_is_read_against_the_writers_heartbeats(monkeypatch):
+    world = {"now": 1000.0, "written_ts": 999.9, "on": {}}
+    conns = {}
+    monkeypatch.setattr(cluster_lag, "connect", lambda e, timeout: conns.setdefault(e.name, FakeConn(e.name, world)))
+    nodes = [Endpoint(f"galera-node{n}", 3306, "root", "x", f"galera-node{n}") for n in (1, 2, 3)]
+    recorder = cluster_lag.ClusterLagRecorder(FakeKind, nodes, 0.1, 60)
+    recorder._seq = 10
+    # node 2 holds the heartbeat just written, node 3 one written 0.5 s earlier (two behind)
+    recorder._written = collections.deque([(9, 999.4), (10, 999.6)])
+    world["on"] = {"galera-node2": {"seq": 11, "ts": 999.9}, "galera-node3": {"seq": 9, "ts": 999.4}}
+    recorder.tick()
+    assert "REPLACE" in conns["galera-node1"].log and "REPLACE" not in conns["galera-node2"].log
+    latest = recorder.latest()
+    assert set(latest) == {"galera-node2", "galera-node3"}, "the writer's own lag is not a reading"
+    assert latest["galera-node2"]["lag_seconds"] == 0.0
+    # node 3's frontier: between its newest (999.4) and the oldest it lacks (999.6): now - 999.5
+    assert latest["galera-node3"]["lag_seconds"] == 0.5
+    assert (latest["galera-node3"]["applier_queue"], latest["galera-node3"]["flow_control"]) == (7, 0.25)
+    assert latest["galera-node3"]["replica"] == "galera-node3"
+
+
+def test_a_member_that_goes_away_is_a_gap_and_comes_back(monkeypatch):
+    world = {"now": 1000.0, "written_ts": 999.9, "on": {"galera-node2": {"seq": 11, "ts": 999.9}}}
+    conns = {}
+    monkeypatch.setattr(cluster_lag, "connect", lambda e, timeout: conns.setdefault(e.name, FakeConn(e.name, world)))
+    nodes = [Endpoint(f"galera-node{n}", 3306, "root", "x", f"galera-node{n}") for n in (1, 2)]
+    recorder = cluster_lag.ClusterLagRecorder(FakeKind, nodes, 0.1, 60)
+    recorder.tick()
+    conns["galera-node2"].down = True
+    recorder.tick()
+    gap = recorder.latest()["galera-node2"]
+    assert gap["status"] == "gap" and "Lost connection" in gap["reason"]
+    conns.pop("galera-node2")  # a new connection once it is back
+    recorder.tick()
+    assert recorder.latest()["galera-node2"]["status"] == "ok"
