@@ -146,7 +146,7 @@ class ClusterWatch:
 
     def __init__(self, lab, kinds: dict, interval: float, window_seconds: float, check_every: float = 5.0):
         self.lab, self.kinds = lab, kinds
-        self.interval = max(interval, 0.05)
+        self.interval = max(interval, 0.1)  # three nodes: ten readings a second each is plenty
         self.window_seconds, self.check_every = window_seconds, check_every
         self.recorders: dict[str, ClusterLagRecorder] = {}
         self.feed = Fanout("cluster lag")  # every node's samples (scenario runs subscribe)

@@ -105,7 +105,12 @@ class Containers:
 
     def bridge(self) -> Bridge:
         """The bridge of this project's `lab` network (compose labels it) and the dockerd process whose
-        network namespace holds it."""
+        network namespace holds it. Found once and kept while that process still holds a device of
+        that name (a recreated network has another name): every change of shaping asks for it, and
+        finding it takes the Docker API and a walk through /proc (tens of ms on a busy machine)."""
+        cached = self._bridge
+        if cached is not None and self._is_bridge_holder(cached.pid, cached.name):
+            return cached
         networks = self.client.networks.list(filters={"label": f"{PROJECT_LABEL}={self.project}"})
         labelled = [n for n in networks if (n.attrs.get("Labels") or {}).get("com.docker.compose.network") == "lab"]
         if not labelled:

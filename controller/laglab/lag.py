@@ -101,6 +101,9 @@ def applier_lag(committed: float | None, applied: float | None) -> float | None:
     return round(max(0.0, float(applied) - float(committed)), 6)
 
 
+STATUS_EVERY = 0.1  # seconds between two readings of SHOW REPLICA STATUS and performance_schema
+
+
 class LagSplit:
     """Where the newest applied transaction's lag went, from performance_schema (MySQL 8+): transit
     (original commit -> end of queueing in the relay log), queue (-> start of apply) and apply (-> end).
@@ -222,6 +225,9 @@ class LagRecorder:
         self._written_lock = threading.Lock()
         self._writes_paused = threading.Event()
         self.split = LagSplit()
+        self._status_due = 0.0
+        self._status: dict | None = None
+        self._applier: dict | None = None
 
     # --- the heartbeat writer (source) ---
     @property
@@ -246,13 +252,15 @@ class LagRecorder:
             if self._src is None:
                 self._src = connect(self.source, timeout=min(2.0, max(0.5, self.interval * 5)))
             self._seq += 1
+            # One statement a heartbeat (HEARTBEAT_INTERVAL_MS=10 makes it a hundred a second): the
+            # time is the controller's clock, which is the source's too (one kernel), rounded to the
+            # microsecond as DATETIME(6) keeps it, so what is remembered is what the row holds.
+            written = round(time.time(), 6)
             with self._src.cursor() as cur:
                 cur.execute(
-                    f"REPLACE INTO {META_SCHEMA}.heartbeat (id, seq, ts) VALUES (1, %s, NOW(6))",
-                    (self._seq,),
+                    f"REPLACE INTO {META_SCHEMA}.heartbeat (id, seq, ts) VALUES (1, %s, FROM_UNIXTIME(%s))",
+                    (self._seq, f"{written:.6f}"),
                 )
-                cur.execute(f"SELECT UNIX_TIMESTAMP(ts) AS ts FROM {META_SCHEMA}.heartbeat WHERE id = 1")
-                written = float(cur.fetchone()["ts"])
             with self._written_lock:
                 self._written.append((self._seq, written))
             self.writes += 1
@@ -261,6 +269,22 @@ class LagRecorder:
             self.source_error = _describe(error)
             self._src = _close(self._src)
             self._stop.wait(min(1.0, self.interval * 5))
+
+    def _unapplied(self, target_seq: int | None) -> list[tuple[int, float]]:
+        """What frontier_lag needs of the heartbeats written: the oldest one the target does not hold
+        (or the newest written, when it holds them all), found from the newest end so that the cost
+        is the lag's length, not the history's (a 10 ms heartbeat keeps 180,000 of them)."""
+        with self._written_lock:
+            if not self._written:
+                return []
+            if target_seq is None:
+                return [self._written[0]]
+            oldest_missing = None
+            for seq, ts in reversed(self._written):
+                if seq <= target_seq:
+                    break
+                oldest_missing = (seq, ts)
+            return [oldest_missing or self._written[-1]]
 
     # --- the sampler (target) ---
     def _sample(self) -> None:
@@ -285,14 +309,19 @@ class LagRecorder:
                     now = float(cur.fetchone()["now"])
                 else:
                     now = float(heartbeat["now"])
-                cur.execute(self._dst_dialect.replica_status)
-                status = cur.fetchone()
-                applier = None
-                if self._dst_dialect.applier_timestamps:
-                    cur.execute(self._dst_dialect.applier_timestamps)
-                    applier = cur.fetchone()
-            with self._written_lock:
-                written = list(self._written)
+                # The replica's status and performance_schema's timestamps at most every STATUS_EVERY
+                # seconds: they do not need the heartbeat's resolution, and at 10 ms they were most
+                # of the recorder's CPU. Samples in between carry the last ones read.
+                if time.monotonic() >= self._status_due:
+                    self._status_due = time.monotonic() + STATUS_EVERY
+                    cur.execute(self._dst_dialect.replica_status)
+                    self._status = cur.fetchone()
+                    self._applier = None
+                    if self._dst_dialect.applier_timestamps:
+                        cur.execute(self._dst_dialect.applier_timestamps)
+                        self._applier = cur.fetchone()
+                status, applier = self._status, self._applier
+            written = self._unapplied(int(heartbeat["seq"]) if heartbeat else None)
             sample = make_sample(now, heartbeat, status, applier, self.source_error, written, self.split)
         except (pymysql.MySQLError, OSError) as error:
             self._dst = _close(self._dst)

@@ -252,6 +252,7 @@ class ScenarioRun:
             timeline = self._timeline = TimelineRun(
                 self.lab, point.scenario.timeline, point.scenario.load.duration, point.index + 1, self._on_event
             )
+            timeline.prepare()
 
         def window_opens(start: float) -> None:
             self._recording.measure_from(start)

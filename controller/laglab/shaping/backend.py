@@ -56,6 +56,10 @@ class Backend(Protocol):
 
     def read_back(self, executor: Executor, service: str, pid: int, applied: Applied | None) -> dict: ...
 
+    def prepare(self, executor: Executor, service: str, plan: object, warm: bool) -> None:
+        """Make changes to what `service` receives fast before they are asked (a timeline knows its
+        steps in advance), or stop doing so (`warm` False). A backend with nothing to start: no-op."""
+
     def healthy(self) -> bool:
         """False when something the backend runs died (the supervisor re-applies)."""
 

@@ -144,6 +144,10 @@ class KernelBackend:
         return {**read_back_kernel(executor, pid), "iptables": [], "hooks": 0, "worker": None}
 
     @staticmethod
+    def prepare(executor: Executor, service: str, plan, warm: bool) -> None:
+        """Nothing to start: a tc change takes effect at once."""
+
+    @staticmethod
     def healthy() -> bool:
         return True
 

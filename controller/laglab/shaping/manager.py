@@ -222,6 +222,17 @@ class ShapingManager:
                     self.entries[key] = entry
             self._apply_or_roll_back(self.containers.list(), before)
 
+    def prepare(self, services: list[str], warm: bool = True) -> None:
+        """Ask the backend to make changes to what these services receive fast (a timeline's links,
+        before its window opens), or to stop (`warm` False)."""
+        lab = self.containers.list()
+        with self.lock:
+            ips = self.shapeable(lab)
+            plans = self.backend.plan(self.planned_entries(), ips)
+            for service in services:
+                if service in plans:
+                    self.backend.prepare(self.executor, service, plans[service], warm)
+
     # --- the delay matrix ---
     def set_matrix(self, matrix: Matrix | None) -> None:
         """Replace the matrix in force (None: remove it): its links' entries go, the new ones come, in

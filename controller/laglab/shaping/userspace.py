@@ -116,6 +116,7 @@ class UserspaceBackend:
         self.project = "laglab"
         self.fragments: dict[str, list[str]] = {}  # receiver -> its rules in the chain
         self.written: str | None = None  # the chain as last written (None: read it back first)
+        self.warm: set[str] = set()  # receivers whose worker runs before it holds anything (prepare)
 
     def attach(self, containers) -> None:
         """The lab's containers: the project (chain and queue names) and the bridge's namespace."""
@@ -158,11 +159,24 @@ class UserspaceBackend:
         rules = worker_rules(plan)
         if plan.hold:
             self._ensure_worker(executor, service, bridge, plan.queue, rules)
+        elif service in self.warm and service in self.workers:
+            self._ensure_worker(executor, service, self.bridge(), plan.queue, rules)  # idle, ready
         else:
             self._stop_worker(service)
         if previous is None or force or previous.plan.rates != plan.rates:
             apply_userspace_tc(executor, pid, plan, None if force else (previous.plan if previous else None))
         return Applied(pid, plan, {"rules": rules, "host": self.fragments.get(service, [])})
+
+    def prepare(self, executor: Executor, service: str, plan: NamespacePlan, warm: bool) -> None:
+        """A worker for `service`'s queue started before any packet is held (a worker's start is a
+        Python process: 150-300 ms, most of a first change's time), then idle until rules come."""
+        if warm:
+            self.warm.add(service)
+            self._ensure_worker(executor, service, self.bridge(), plan.queue, worker_rules(plan))
+        else:
+            self.warm.discard(service)
+            if not plan.hold:
+                self._stop_worker(service)
 
     def release(self, executor: Executor, service: str, applied: Applied) -> None:
         self._stop_worker(service)

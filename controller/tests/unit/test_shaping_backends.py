@@ -180,3 +180,26 @@ def test_kernel_takes_the_correlation_and_gap_where_netem_does():
         Shaping(delay=0.01, reorder=0.25, gap=5, duplicate=0.1, correlation=0.5), None
     )
     assert args[5:] == ["duplicate", "10%", "50%", "reorder", "25%", "50%", "gap", "5"]
+
+
+def test_a_prepared_receiver_gets_its_worker_before_any_rule_and_keeps_it_idle(tmp_path):
+    """A timeline prepares its links: the worker (a Python process, 150-300 ms to start) runs before the
+    first step, so the step only writes rules to it; unprepared, an idle worker goes."""
+    from laglab.shaping.params import parse_request
+
+    from .test_manager import manager
+
+    m = manager(backends.UserspaceBackend(), tmp_path)
+    m.prepare(["mysql-target"])
+    spawned = [argv for argv in m.executor.ran if "laglab.shaping.nfqueue" in argv]
+    assert len(spawned) == 1 and "mysql-target" in m.backend.workers
+    m.put("mysql-source", parse_request({"delay": "5ms", "peer": "mysql-target"}))
+    m.put("mysql-source", parse_request({"delay": "6ms", "peer": "mysql-target"}))
+    m.delete("mysql-source")
+    assert len([argv for argv in m.executor.ran if "laglab.shaping.nfqueue" in argv]) == 1, "no second start"
+    assert "mysql-target" in m.backend.workers, "kept, idle, while prepared"
+    m.prepare(["mysql-target"], warm=False)
+    assert "mysql-target" not in m.backend.workers
+    kernel = manager(backends.KernelBackend(), tmp_path / "k")
+    kernel.prepare(["mysql-target"])  # nothing to start
+    assert kernel.executor.ran == []
