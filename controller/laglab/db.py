@@ -95,6 +95,16 @@ class Dialect:
             )
         return sql, (host, port, user, password)
 
+    RETRY_COUNT = 86400
+
+    @property
+    def retry_settings(self) -> str | None:
+        """The reconnect settings alone, for a replica configured before they were (MySQL; run with the
+        receiver stopped). MariaDB keeps them in master_retry_count, 86400 by default."""
+        if self.is_mariadb:
+            return None
+        return f"CHANGE REPLICATION SOURCE TO SOURCE_CONNECT_RETRY=1, SOURCE_RETRY_COUNT={self.RETRY_COUNT}"
+
     def set_source_delay(self, seconds: int) -> str:
         column = "MASTER_DELAY" if self.is_mariadb else "SOURCE_DELAY"
         return f"CHANGE {'MASTER' if self.is_mariadb else 'REPLICATION SOURCE'} TO {column}={int(seconds)}"

@@ -3,8 +3,9 @@
 from flask import Blueprint
 
 from .. import presets
+from ..errors import ApiError
 from ..openapi import operation
-from ..shaping.matrix import Matrix
+from ..shaping.matrix import Matrix, MatrixError
 from . import models
 from .shaping import call, manager
 
@@ -25,6 +26,10 @@ def _shown(matrix: Matrix | None) -> dict:
     "`regions` takes the round trips from GET /api/presets' table.",
 )  # fmt: skip
 def put(body: Matrix):
+    try:
+        body.check()
+    except MatrixError as error:
+        raise ApiError(422, str(error)) from None
     call(manager().set_matrix, body)
     return _shown(body)
 

@@ -24,7 +24,7 @@ def lab():
 
 @operation(
     bp, "POST", "/api/runs", "Start a scenario run (one at a time)", body=models.RunBody,
-    ok=(201, models.Run), errors=(409, 422, 503),
+    ok=(201, models.Run), errors=(404, 409, 422, 503),
     description="422: the scenario text is not a valid scenario (the message names the key path).",
 )  # fmt: skip
 def start(body: models.RunBody):

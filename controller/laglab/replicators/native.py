@@ -72,9 +72,17 @@ def is_healthy(status: dict | None, source_host: str) -> bool:
 
 
 def configure_target(conn, dialect: Dialect, source: Endpoint, repl_user: str, repl_password: str) -> str:
-    """Returns what it did: 'kept', 'configured' or 'repaired'."""
+    """Returns what it did: 'kept', 'updated' (reconnect settings), 'configured' or 'repaired'."""
     status = replica_state(conn)
     if is_healthy(status, source.host):
+        retries = replica_field(status, "Source_Retry_Count")
+        if dialect.retry_settings and retries is not None and int(retries) < dialect.RETRY_COUNT:
+            # A lab made before the receiver retried for a day: it gave up after 10 s without its source.
+            with conn.cursor() as cur:
+                cur.execute("STOP REPLICA IO_THREAD")
+                cur.execute(dialect.retry_settings)
+                cur.execute("START REPLICA IO_THREAD")
+            return "updated"
         return "kept"
     with conn.cursor() as cur:
         if status:

@@ -27,7 +27,7 @@ from pydantic import (
 from .. import presets
 from ..load import SCRIPTS, Profile
 from ..replicators import KINDS
-from ..shaping.matrix import Matrix
+from ..shaping.matrix import Matrix, MatrixError
 from ..shaping.params import ParamError, format_time, parse_percent, parse_rate
 from .fields import Seconds, Section
 from .timeline import Step
@@ -148,6 +148,10 @@ class Link(Section):
     @model_validator(mode="after")
     def _matrix_alone(self):
         if self.matrix is not None:
+            try:
+                self.matrix.check()
+            except MatrixError as error:
+                raise ValueError(f"matrix.{error}") from None
             given = sorted(k for k in self.model_fields_set if k not in ("matrix", "between"))
             if given:
                 raise ValueError(f"{given[0]}: a matrix sets every link itself; leave {', '.join(given)} out")

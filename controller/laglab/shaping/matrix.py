@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from .. import presets
 from .params import PERCENT_PATTERN, RATE_PATTERN, SERVICE_PATTERN, TIME_PATTERN, parse_time
@@ -33,17 +33,28 @@ class MatrixLink(_Strict):
     rate: Annotated[str, Field(pattern=RATE_PATTERN)] | None = None
 
 
+class MatrixError(ValueError):
+    """A rule across the matrix's keys (a 422 in the API), naming the key path."""
+
+
+Members = Annotated[list[Annotated[str, Field(pattern=SERVICE_PATTERN)]], Field(min_length=1, max_length=64)]
+
+
 class Matrix(_Strict):
-    groups: dict[Group, list[Annotated[str, Field(pattern=SERVICE_PATTERN)]]] = Field(
-        min_length=2, max_length=16, description="group -> its services"
-    )
+    groups: dict[Group, Members] = Field(min_length=2, max_length=16, description="group -> its services")
     regions: dict[Group, str] | None = Field(
         None, description="group -> a region of the presets table: every pair of groups gets its round trip"
     )
     links: list[MatrixLink] = Field([], max_length=120, description="explicit links (win over regions)")
 
-    @model_validator(mode="after")
-    def _consistent(self):
+    def check(self) -> Matrix:
+        """The rules across keys, which the schema cannot say: raises MatrixError naming the key."""
+        try:
+            return self._check()
+        except ValueError as error:
+            raise MatrixError(str(error)) from None
+
+    def _check(self) -> Matrix:
         seen: dict[str, str] = {}
         for group, services in self.groups.items():
             if not services:

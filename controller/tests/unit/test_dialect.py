@@ -97,3 +97,37 @@ def test_the_replica_retries_a_lost_source_for_a_day():
     receiver for good after a source was down for more than 10 s."""
     sql, _ = Dialect("mysql").change_source("mysql-source", 3306, "repl", "x")
     assert "SOURCE_CONNECT_RETRY=1" in sql and "SOURCE_RETRY_COUNT=86400" in sql
+
+
+def test_a_healthy_replica_of_an_older_lab_gets_the_retry_settings():
+    from laglab.db import Endpoint
+    from laglab.replicators.native import configure_target
+
+    status = {"Source_Host": "mysql-source", "Replica_IO_Running": "Yes", "Replica_SQL_Running": "Yes",
+              "Source_Retry_Count": 10}  # fmt: skip
+    ran = []
+
+    class Cursor:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def execute(self, sql, args=None):
+            ran.append(sql)
+
+        def fetchone(self):
+            return status
+
+    class Conn:
+        def cursor(self):
+            return Cursor()
+
+    source = Endpoint("mysql-source", 3306, "root", "x", "mysql-source")
+    assert configure_target(Conn(), Dialect("mysql"), source, "repl", "x") == "updated"
+    assert ran[1:] == ["STOP REPLICA IO_THREAD", Dialect("mysql").retry_settings, "START REPLICA IO_THREAD"]
+    status["Source_Retry_Count"] = 86400
+    ran.clear()
+    assert configure_target(Conn(), Dialect("mysql"), source, "repl", "x") == "kept"
+    assert ran == ["SHOW REPLICA STATUS"]

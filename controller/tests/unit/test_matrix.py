@@ -7,7 +7,7 @@ from pydantic import ValidationError
 from laglab import presets
 from laglab.scenarios.spec import ScenarioError, load_text
 from laglab.shaping import backends
-from laglab.shaping.matrix import Matrix
+from laglab.shaping.matrix import Matrix, MatrixError
 
 from .test_manager import LAB, manager
 
@@ -49,9 +49,14 @@ def test_an_explicit_link_wins_and_an_access_preset_is_asymmetric():
     ],
 )
 def test_refusals_name_the_key(change, message):
-    with pytest.raises(ValidationError) as caught:
-        Matrix.model_validate({**THREE_SITES, **change})
-    assert message in str(caught.value)
+    with pytest.raises(MatrixError) as caught:
+        Matrix.model_validate({**THREE_SITES, **change}).check()
+    assert str(caught.value).startswith(message)
+
+
+def test_the_schema_refuses_an_empty_group():
+    with pytest.raises(ValidationError):
+        Matrix.model_validate({"groups": {"a": [], "b": ["x"]}})
 
 
 def test_every_preset_table_has_a_source_and_a_date():
