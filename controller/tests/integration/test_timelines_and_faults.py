@@ -7,7 +7,6 @@ import re
 import statistics
 import subprocess
 import threading
-import time
 
 import pytest
 
