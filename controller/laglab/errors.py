@@ -10,11 +10,18 @@ from werkzeug.exceptions import HTTPException
 log = logging.getLogger("laglab")
 
 
-class ApiError(Exception):
+class LabError(Exception):
+    """Something the lab refuses or cannot do, with the HTTP status that says so and a message that
+    starts with the field it is about. The API answers every one in the one error shape."""
+
     def __init__(self, status: int, message: str):
         super().__init__(message)
         self.status = status
         self.message = message
+
+
+class ApiError(LabError):
+    """Raised by the API layer itself (a request it refuses before any part of the lab is asked)."""
 
 
 def bad_request(field: str, message: str) -> ApiError:
@@ -30,8 +37,8 @@ def error_response(status: int, message: str, headers: dict | None = None):
 
 
 def init_app(app: Flask) -> None:
-    @app.errorhandler(ApiError)
-    def _api_error(error: ApiError):
+    @app.errorhandler(LabError)
+    def _api_error(error: LabError):
         return error_response(error.status, error.message)
 
     @app.errorhandler(HTTPException)

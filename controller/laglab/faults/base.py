@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..errors import LabError
 
-class FaultError(Exception):
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status, self.message = status, message
+
+class FaultError(LabError):
+    """A fault the lab refuses or that failed."""
 
 
 @dataclass(frozen=True)

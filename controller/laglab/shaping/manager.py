@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..containers import Containers, LabContainer
+from ..errors import LabError
 from ..executor import CommandError, Executor
 from .backend import Applied, Backend
 from .matrix import Matrix
@@ -30,10 +31,8 @@ from .plan import Entry
 log = logging.getLogger("laglab.shaping")
 
 
-class ShapingError(Exception):
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status, self.message = status, message
+class ShapingError(LabError):
+    """Shaping the lab refuses (404 unknown, 409 not shapeable, 422 a rule) or that the kernel refused (502)."""
 
 
 @dataclass(frozen=True)

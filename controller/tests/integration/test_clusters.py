@@ -191,3 +191,41 @@ def test_three_regions_quick_from_the_region_presets(clusters_up, settings, scen
     assert one["load_seconds"] >= 0.9 * 100 * 0.0805, one
     assert sixteen["load_seconds"] < one["load_seconds"] / 3, (one["load_seconds"], sixteen["load_seconds"])
     assert "+80.5 ms" in (folder / "report.md").read_text()
+
+
+def test_every_member_has_its_own_lag_and_a_delayed_one_shows_it(clusters_up, api):
+    """The controller records each member's lag once the profiles are up; a Group Replication member
+    whose packets from the primary arrive 500 ms late lags by that much, its peer does not."""
+
+    def recorded():
+        replicas = api.get("/api/lag?seconds=0").json()["replicas"]
+        wanted = ("gr-node2", "gr-node3", "galera-node2", "galera-node3")
+        ok = all(replicas.get(n, {}).get("status") == "ok" for n in wanted)
+        return replicas if ok else None
+
+    replicas = wait_until(recorded, timeout=60)
+    for node in ("galera-node2", "galera-node3"):
+        assert replicas[node]["lag_seconds"] < 1.0 and replicas[node]["applier_queue"] is not None, replicas[node]
+    for node in ("gr-node2", "gr-node3"):
+        assert replicas[node]["certifier_queue"] is not None and replicas[node]["applier_queue"] is not None
+    primary = next(n["service"] for n in api.get("/api/clusters/group-replication").json()["nodes"]
+                   if n.get("role") == "PRIMARY")  # fmt: skip
+    far = next(n for n in ("gr-node3", "gr-node2") if n != primary)
+    near = next(n for n in ("gr-node2", "gr-node3") if n not in (primary, far))
+    response = api.put(f"/api/shaping/{primary}", json={"delay": "500ms", "peer": far}, timeout=60)
+    assert response.status_code == 200, response.text
+    try:
+
+        def delayed():
+            got = api.get(f"/api/lag?seconds=3&replica={far}").json()["samples"]
+            lags = [s["lag_seconds"] for s in got if s["status"] == "ok"]
+            return lags if len(lags) >= 10 and statistics.median(lags) >= 0.4 else None
+
+        lags = wait_until(delayed, timeout=60)
+        assert statistics.median(lags) <= 1.0, lags
+        near_lags = [s["lag_seconds"] for s in api.get(f"/api/lag?seconds=3&replica={near}").json()["samples"]]
+        assert statistics.median(near_lags) < 0.3, near_lags  # the majority commits without the far one
+        metrics = api.get("/metrics").text
+        assert f'laglab_replication_lag_seconds{{replica="{far}"}}' in metrics
+    finally:
+        api.delete(f"/api/shaping/{primary}", timeout=60)

@@ -103,31 +103,16 @@ def test_a_healthy_replica_of_an_older_lab_gets_the_retry_settings():
     from laglab.db import Endpoint
     from laglab.replicators.native import configure_target
 
+    from .fakes import FakeConnection
+
     status = {"Source_Host": "mysql-source", "Replica_IO_Running": "Yes", "Replica_SQL_Running": "Yes",
               "Source_Retry_Count": 10}  # fmt: skip
-    ran = []
-
-    class Cursor:
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return False
-
-        def execute(self, sql, args=None):
-            ran.append(sql)
-
-        def fetchone(self):
-            return status
-
-    class Conn:
-        def cursor(self):
-            return Cursor()
-
+    conn = FakeConnection(lambda sql, args: [status] if sql == "SHOW REPLICA STATUS" else [])
+    ran = conn.log
     source = Endpoint("mysql-source", 3306, "root", "x", "mysql-source")
-    assert configure_target(Conn(), Dialect("mysql"), source, "repl", "x") == "updated"
+    assert configure_target(conn, Dialect("mysql"), source, "repl", "x") == "updated"
     assert ran[1:] == ["STOP REPLICA IO_THREAD", Dialect("mysql").retry_settings, "START REPLICA IO_THREAD"]
     status["Source_Retry_Count"] = 86400
     ran.clear()
-    assert configure_target(Conn(), Dialect("mysql"), source, "repl", "x") == "kept"
+    assert configure_target(conn, Dialect("mysql"), source, "repl", "x") == "kept"
     assert ran == ["SHOW REPLICA STATUS"]
