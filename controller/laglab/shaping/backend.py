@@ -56,6 +56,12 @@ class Backend(Protocol):
 
     def read_back(self, executor: Executor, service: str, pid: int, applied: Applied | None) -> dict: ...
 
+    def begin(self) -> None:
+        """A convergence of every container starts (converge/release calls follow, then commit)."""
+
+    def commit(self, executor: Executor, force: bool) -> None:
+        """It ends: what the backend batched (the userspace backend's chain) is written now."""
+
     def prepare(self, executor: Executor, service: str, plan: object, warm: bool) -> None:
         """Make changes to what `service` receives fast before they are asked (a timeline knows its
         steps in advance), or stop doing so (`warm` False). A backend with nothing to start: no-op."""

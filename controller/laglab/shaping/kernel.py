@@ -144,6 +144,14 @@ class KernelBackend:
         return {**read_back_kernel(executor, pid), "iptables": [], "hooks": 0, "worker": None}
 
     @staticmethod
+    def begin() -> None:
+        """Each container's qdiscs are its own: nothing to batch."""
+
+    @staticmethod
+    def commit(executor: Executor, force: bool) -> None:
+        pass
+
+    @staticmethod
     def prepare(executor: Executor, service: str, plan, warm: bool) -> None:
         """Nothing to start: a tc change takes effect at once."""
 

@@ -324,12 +324,16 @@ class ShapingManager:
         with self.lock:
             ips = self.shapeable(lab)
             plans = self.backend.plan(self.planned_entries(), ips)
-            for service, plan in plans.items():
-                self.applied[service] = self.backend.converge(
-                    self.executor, service, lab[service].pid, plan, self.applied.get(service), force
-                )
-            for service in [s for s in self.applied if s not in plans]:
-                self.backend.release(self.executor, service, self.applied.pop(service))
+            self.backend.begin()
+            try:
+                for service, plan in plans.items():
+                    self.applied[service] = self.backend.converge(
+                        self.executor, service, lab[service].pid, plan, self.applied.get(service), force
+                    )
+                for service in [s for s in self.applied if s not in plans]:
+                    self.backend.release(self.executor, service, self.applied.pop(service))
+            finally:
+                self.backend.commit(self.executor, force)
 
     # --- reading back ---
     def describe(self, service: str, lab: dict[str, LabContainer] | None = None) -> dict:

@@ -81,12 +81,14 @@ def test_userspace_backend_holds_on_the_bridge_and_reapplies_nothing_twice(tmp_p
     ran = [argv for argv in m.executor.ran if argv[-2:] not in reads and argv[4:6] != ["tc", "-j"]]  # changes only
     queue = queue_numbers("laglab", ["mysql-source", "mysql-target"])["mysql-target"]
     on_bridge = [argv for argv in ran if argv[1] == "--target=999"]
-    assert on_bridge[:2] == [
+    # The worker is bound to its queue first; then the chain sends packets to it, written once for
+    # every receiver of the change, and hooked into PREROUTING.
+    assert on_bridge[0][4:] == ["python", "-m", "laglab.shaping.nfqueue", "--queue", str(queue), "--rules",
+                                on_bridge[0][-1]]  # fmt: skip
+    assert on_bridge[1:3] == [
         ns(999, "iptables-restore", "--noflush"),
         ns(999, "iptables", "-t", "raw", "-I", "PREROUTING", "1", "-i", "br-lab0", "-j", chain),
     ]
-    assert on_bridge[2][4:] == ["python", "-m", "laglab.shaping.nfqueue", "--queue", str(queue), "--rules",
-                                on_bridge[2][-1]]  # fmt: skip
     # No hold in the containers; with no rate their devices are only made sure to have no htb.
     assert [argv for argv in ran if argv not in on_bridge] == [
         ns(1001, "tc", "qdisc", "del", "dev", "eth0", "root"),
@@ -213,3 +215,18 @@ def test_the_never_shaped_label_decides_not_the_name(tmp_path):
     assert caught.value.status == 409
     m.put("mysql-source", parse_request({"delay": "1ms"}))
     assert not any(argv[:2] == ["nsenter", "--target=1101"] for argv in m.executor.ran)
+
+
+def test_a_change_to_both_ends_of_a_link_writes_the_chain_once(tmp_path):
+    """Each chain write is an nsenter + iptables-restore (tens of ms under load): a timeline step on a
+    link changes two receivers, and the chain is written once for both, its hook checked only once."""
+    m = manager(backends.UserspaceBackend(), tmp_path)
+    m.put("mysql-source", parse_request({"delay": "5ms", "peer": "mysql-target"}))
+    m.executor.ran.clear()
+    m.change([
+        ("mysql-source", parse_request({"delay": "20ms", "peer": "mysql-target"})),
+        ("mysql-target", parse_request({"delay": "20ms", "peer": "mysql-source"})),
+    ])  # fmt: skip
+    writes = [argv for argv in m.executor.ran if "iptables-restore" in argv]
+    assert len(writes) == 1
+    assert not any(argv[-2:] == ["-S", "PREROUTING"] for argv in m.executor.ran), "the hook is there already"
