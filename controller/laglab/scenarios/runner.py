@@ -74,6 +74,7 @@ class ScenarioRun:
         self._recording: PointRecording | None = None
         self.replicators: dict = {}  # kind -> the replicator driving it, in the order first used
         self.replicator = None  # the kind of the point running (or last run)
+        self.identical: bool | None = None  # the consistency check's verdict, once it ran
 
     # --- status ---
     def as_json(self) -> dict:
@@ -92,6 +93,7 @@ class ScenarioRun:
             "eta_seconds": round(eta, 1),
             "results": f"results/{self.id}",
             "summary": self.summary,
+            "identical": self.identical,
         }
 
     def start(self) -> None:
@@ -137,6 +139,7 @@ class ScenarioRun:
                 self.run.write_json("summary.json", self._summary_doc(consistency_report))
             self._check("consistency check")
             consistency_report = self._consistency()
+            self.identical = bool(consistency_report.get("identical"))
             self.status = "completed"
         except Interrupted as error:
             self.status, self.reason = "interrupted", str(error)

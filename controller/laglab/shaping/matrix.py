@@ -6,6 +6,7 @@ and expands into shaping bodies without touching anything."""
 from __future__ import annotations
 
 import itertools
+import re
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -41,8 +42,10 @@ Members = Annotated[list[Annotated[str, Field(pattern=SERVICE_PATTERN)]], Field(
 
 
 class Matrix(_Strict):
-    groups: dict[Group, Members] = Field(min_length=2, max_length=16, description="group -> its services")
-    regions: dict[Group, str] | None = Field(
+    # (group names are checked by check(): JSON Schema's propertyNames is not something every client
+    # reads, so the document leaves dict keys open and the rule is a 422)
+    groups: dict[str, Members] = Field(min_length=2, max_length=16, description="group -> its services")
+    regions: dict[str, str] | None = Field(
         None, description="group -> a region of the presets table: every pair of groups gets its round trip"
     )
     links: list[MatrixLink] = Field([], max_length=120, description="explicit links (win over regions)")
@@ -55,6 +58,10 @@ class Matrix(_Strict):
             raise MatrixError(str(error)) from None
 
     def _check(self) -> Matrix:
+        for key, names in (("groups", self.groups), ("regions", self.regions or {})):
+            for name in names:
+                if not re.fullmatch(GROUP_PATTERN, name):
+                    raise ValueError(f"{key}: {name[:32]!r} is not a group name (letters, digits, . _ -)")
         seen: dict[str, str] = {}
         for group, services in self.groups.items():
             if not services:

@@ -229,6 +229,26 @@ async function pollRuns() {
   }
 }
 
+// Presets (GET /api/presets): choosing one fills the form for this end of a link, half the round trip
+// as delay and the preset's sending rate (`up`: what the first service of a link sends).
+async function loadPresets() {
+  const data = await api("GET", "/api/presets");
+  const sel = document.getElementById("f-preset");
+  for (const [name, p] of Object.entries(data.presets).sort()) {
+    const o = document.createElement("option"); o.value = name;
+    o.textContent = `${name} (${p.rtt} RTT${p.up ? `, ${p.up} up / ${p.down} down` : ""})`;
+    o.dataset.rtt = p.rtt; o.dataset.rate = p.up || ""; sel.appendChild(o);
+  }
+  sel.title = data.sources.map(t => `${t.table}: ${t.source} (${t.date})`).join("\n");
+}
+document.getElementById("f-preset").addEventListener("change", ev => {
+  const o = ev.target.selectedOptions[0], form = document.getElementById("shaping-form");
+  if (!o || !o.value) return;
+  const rtt = parseFloat(o.dataset.rtt), unit = o.dataset.rtt.replace(/[\d.]/g, "");
+  form.elements.delay.value = `${rtt / 2}${unit}`;
+  form.elements.rate.value = o.dataset.rate;
+});
+
 async function loadScenarioList() {
   const data = await api("GET", "/api/scenarios");
   const sel = document.getElementById("run-file");
@@ -262,6 +282,6 @@ async function refresh() {
 async function tick() {
   try { await pollLag(); await pollEvents(); draw(); } catch (e) { document.getElementById("status").textContent = "controller unreachable: " + e.message; }
 }
-pollHealth().catch(() => {}).finally(() => { tick(); refresh(); loadScenarioList().catch(e => console.warn("scenarios", e)); });
+pollHealth().catch(() => {}).finally(() => { tick(); refresh(); loadScenarioList().catch(e => console.warn("scenarios", e)); loadPresets().catch(e => console.warn("presets", e)); });
 setInterval(tick, 1000);
 setInterval(refresh, 3000);

@@ -63,6 +63,33 @@ def test_dashboard_shows_lag_and_sets_shaping(api, browser):
         api.delete("/api/shaping", timeout=60)
 
 
+def test_dashboard_presets_faults_and_the_lag_split(api, browser):
+    """A preset fills the shaping form (half its round trip, its up rate); a fault injected from the
+    panel is listed as active and undone after its duration; the split chart has samples (MySQL)."""
+    browser.get(api.base + "/")
+    wait = WebDriverWait(browser, 30)
+    wait.until(lambda d: len(Select(d.find_element(By.ID, "f-preset")).options) > 10)
+    Select(browser.find_element(By.ID, "f-preset")).select_by_value("dsl")
+    form = browser.find_element(By.ID, "shaping-form")
+    assert form.find_element(By.NAME, "delay").get_attribute("value") == "25ms"
+    assert form.find_element(By.NAME, "rate").get_attribute("value") == "384kbit"
+    wait.until(
+        lambda d: (
+            "mysql-target" in [o.get_attribute("value") for o in Select(d.find_element(By.ID, "fault-service")).options]
+        )
+    )
+    Select(browser.find_element(By.ID, "fault-service")).select_by_value("mysql-target")
+    Select(browser.find_element(By.ID, "fault-action")).select_by_value("pause")
+    browser.find_element(By.CSS_SELECTOR, "#fault-form input[name=duration]").send_keys("3s")
+    browser.find_element(By.CSS_SELECTOR, "#fault-form button[type=submit]").click()
+    wait.until(lambda d: "took effect" in d.find_element(By.ID, "fault-result").text)
+    wait.until(lambda d: "pause mysql-target" in d.find_element(By.ID, "active-faults").text)
+    wait_until(lambda: api.get("/api/faults").json()["active"] == [], timeout=30)
+    wait.until(lambda d: "none active" in d.find_element(By.ID, "active-faults").text)
+    if api.get("/api/health").json()["flavor_setting"] == "mysql":
+        wait.until(lambda d: d.execute_script("return window.laglab.splitSamples || 0") > 10)
+
+
 def test_metrics_match_the_api(api):
     assert (
         api.put(
