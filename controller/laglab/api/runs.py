@@ -98,10 +98,16 @@ def show(run_id):
 
 
 @operation(
-    bp, "DELETE", "/api/runs/<run_id>", "Interrupt a run: cleanup runs, partial results are kept",
+    bp, "DELETE", "/api/runs/<run_id>",
+    "Interrupt a run in progress (cleanup runs, partial results are kept); forget a finished one",
     path_params=RUN_ID, ok=(202, models.Run), errors=(404,),
+    description="A finished run leaves this controller's list (its results folder stays on disk); one in "
+    "progress is interrupted and stays listed until its cleanup is done.",
 )  # fmt: skip
 def cancel(run_id):
     run = find(run_id)
-    run.cancel()
+    if run.status in ("pending", "running"):
+        run.cancel()
+    else:
+        del current_app.extensions["laglab"].runs[run_id]
     return run.as_json(), 202

@@ -157,3 +157,22 @@ def test_an_unexpected_error_does_not_echo_its_text(app):
     response = app.test_client().get("/api/boom")
     assert response.status_code == 500
     assert "secret" not in response.text and "SELECT" not in response.text
+
+
+def test_delete_interrupts_a_run_in_progress_and_forgets_a_finished_one(app, client):
+    class FakeRun:
+        def __init__(self, status):
+            self.status, self.cancelled = status, False
+
+        def cancel(self):
+            self.cancelled = True
+
+        def as_json(self):
+            return {"id": "r", "status": self.status}
+
+    runs = app.extensions["laglab"].runs
+    runs["running"], runs["done"] = FakeRun("running"), FakeRun("completed")
+    assert client.delete("/api/runs/running").status_code == 202
+    assert runs["running"].cancelled and "running" in runs, "interrupted, still listed until its cleanup is done"
+    assert client.delete("/api/runs/done").status_code == 202
+    assert "done" not in runs and client.get("/api/runs/done").status_code == 404
