@@ -79,7 +79,7 @@ def test_dashboard_presets_faults_and_the_lag_split(api, browser):
         )
     )
     Select(browser.find_element(By.ID, "fault-service")).select_by_value("mysql-target")
-    Select(browser.find_element(By.ID, "fault-action")).select_by_value("pause")
+    Select(browser.find_element(By.ID, "fault-action")).select_by_visible_text("pause")
     browser.find_element(By.CSS_SELECTOR, "#fault-form input[name=duration]").send_keys("3s")
     browser.find_element(By.CSS_SELECTOR, "#fault-form button[type=submit]").click()
     wait.until(lambda d: "took effect" in d.find_element(By.ID, "fault-result").text)
