@@ -101,7 +101,8 @@ class ClusterLagRecorder:
             self.writer_name = None
         for endpoint in self.endpoints:
             if endpoint.name == self.writer_name:
-                continue  # the writer's own lag is zero by construction
+                self.samples[endpoint.name].clear()  # the writer's own lag is no reading (it was once a member)
+                continue
             try:
                 sample = self._read(endpoint)
             except (pymysql.MySQLError, OSError) as error:

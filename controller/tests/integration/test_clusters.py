@@ -215,16 +215,18 @@ def test_every_member_has_its_own_lag_and_a_delayed_one_shows_it(clusters_up, ap
     response = api.put(f"/api/shaping/{primary}", json={"delay": "500ms", "peer": far}, timeout=60)
     assert response.status_code == 200, response.text
     try:
-
+        # Seen: the far member's lag climbs to the delay, then the primary's commits stall (XCom waits
+        # on the slow member now and then) and it reads 0 until the next climb; the near one stays ~0.
         def delayed():
             got = api.get(f"/api/lag?seconds=3&replica={far}").json()["samples"]
             lags = [s["lag_seconds"] for s in got if s["status"] == "ok"]
-            return lags if len(lags) >= 10 and statistics.median(lags) >= 0.4 else None
+            return lags if len(lags) >= 10 and max(lags) >= 0.4 else None
 
         lags = wait_until(delayed, timeout=60)
-        assert statistics.median(lags) <= 1.0, lags
+        assert max(lags) <= 1.5, lags
         near_lags = [s["lag_seconds"] for s in api.get(f"/api/lag?seconds=3&replica={near}").json()["samples"]]
-        assert statistics.median(near_lags) < 0.3, near_lags  # the majority commits without the far one
+        # the same heartbeats reach the near member at once (a sample now and then catches a stalled commit)
+        assert statistics.median(near_lags) < 0.15 and max(near_lags) < max(lags), near_lags
         metrics = api.get("/metrics").text
         assert f'laglab_replication_lag_seconds{{replica="{far}"}}' in metrics
     finally:
