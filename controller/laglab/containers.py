@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import os
 import tarfile
+import time
 from dataclasses import dataclass
 
 PROJECT_LABEL = "com.docker.compose.project"
@@ -54,6 +55,7 @@ class Containers:
         self._proc = proc
         self._ids_by_pid: dict[int, str] = {}
         self._bridge: Bridge | None = None
+        self._cache: tuple[float, dict] | None = None  # (monotonic time, the last list)
 
     @property
     def client(self):
@@ -63,8 +65,13 @@ class Containers:
             self._client = docker.from_env(timeout=10)
         return self._client
 
-    def list(self) -> dict[str, LabContainer]:
-        """service -> container, for every container of this project (one per service)."""
+    def list(self, max_age: float = 0.0) -> dict[str, LabContainer]:
+        """service -> container, for every container of this project (one per service). `max_age`: a
+        list read that recently will do (the Docker API's inspect of every container is the costliest
+        thing the controller does once a second; the shaping supervisor keeps it fresh)."""
+        cached = self._cache
+        if max_age and cached is not None and time.monotonic() - cached[0] <= max_age:
+            return dict(cached[1])
         found: dict[str, LabContainer] = {}
         for container in self.client.containers.list(all=True, filters={"label": f"{PROJECT_LABEL}={self.project}"}):
             labels = container.attrs["Config"]["Labels"] or {}
@@ -83,6 +90,7 @@ class Containers:
             if service not in found or entry.running:
                 found[service] = entry
         self._ids_by_pid = {c.pid: c.id for c in found.values() if c.running and c.pid > 1}
+        self._cache = (time.monotonic(), dict(found))
         return found
 
     def running(self, *services: str, hint: str = "") -> list[LabContainer]:

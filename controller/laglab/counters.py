@@ -84,7 +84,7 @@ class Counters:
         self._prepared[service] = (pid, peers)
 
     def sample(self) -> list[dict]:
-        lab = {s: c for s, c in self.containers.list().items() if c.running and c.pid > 1 and c.ip}
+        lab = {s: c for s, c in self.containers.list(max_age=1.0).items() if c.running and c.pid > 1 and c.ip}
         now = time.time()
         stamp = {"time": iso(now), "epoch": round(now, 6)}
         rows = []

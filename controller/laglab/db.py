@@ -26,11 +26,14 @@ class Endpoint:
 
 
 def connect(
-    endpoint: Endpoint, timeout: float = 2.0, read_timeout: float | None = None
+    endpoint: Endpoint, timeout: float = 2.0, read_timeout: float | None = None, tls: bool = True
 ) -> pymysql.connections.Connection:
     """`timeout` bounds connecting; `read_timeout` (default: max(timeout, 5 s)) bounds each query, so
-    a statement that waits on purpose (WAIT_FOR_EXECUTED_GTID_SET) needs it raised."""
+    a statement that waits on purpose (WAIT_FOR_EXECUTED_GTID_SET) needs it raised. `tls=False`: the
+    lag recorder's two connections inside the lab's bridge (hundreds of statements a second at a
+    10 ms heartbeat; the password still goes RSA-encrypted, caching_sha2_password's way)."""
     return pymysql.connect(
+        ssl_disabled=not tls,
         host=endpoint.host,
         port=endpoint.port,
         user=endpoint.user,

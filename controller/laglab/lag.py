@@ -20,7 +20,7 @@ import collections
 import contextlib
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import pymysql
 
@@ -69,7 +69,9 @@ class LagSample:
     flow_control: float | None = None  # GR: throttling active (0/1); Galera: wsrep_flow_control_paused
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        # A shallow copy: every field is a plain value, and dataclasses.asdict's deep copy was a sixth
+        # of the recorder's CPU at a 10 ms heartbeat.
+        return dict(self.__dict__)
 
 
 def heartbeat_age(target_now: float, heartbeat_ts: float) -> float:
@@ -250,7 +252,7 @@ class LagRecorder:
             return
         try:
             if self._src is None:
-                self._src = connect(self.source, timeout=min(2.0, max(0.5, self.interval * 5)))
+                self._src = connect(self.source, timeout=min(2.0, max(0.5, self.interval * 5)), tls=False)
             self._seq += 1
             # One statement a heartbeat (HEARTBEAT_INTERVAL_MS=10 makes it a hundred a second): the
             # time is the controller's clock, which is the source's too (one kernel), rounded to the
@@ -290,7 +292,7 @@ class LagRecorder:
     def _sample(self) -> None:
         try:
             if self._dst is None:
-                self._dst = connect(self.target, timeout=min(2.0, max(0.5, self.interval * 5)))
+                self._dst = connect(self.target, timeout=min(2.0, max(0.5, self.interval * 5)), tls=False)
                 self._dst_dialect = server_dialect(self._dst)
             with self._dst.cursor() as cur:
                 try:
