@@ -1,11 +1,11 @@
-"""The API's one error shape: {"error": "<message naming the field>", "status": <http status>}."""
+"""The API's one error shape: {"error": "<message naming the field>", "status": <http status>}.
+
+Flask is imported where a response is made, not at the top: shaping and faults raise LabError, and
+the kernel suite runs shaping inside User-mode Linux, whose root has no Flask."""
 
 from __future__ import annotations
 
 import logging
-
-from flask import Flask, jsonify
-from werkzeug.exceptions import HTTPException
 
 log = logging.getLogger("laglab")
 
@@ -29,6 +29,8 @@ def bad_request(field: str, message: str) -> ApiError:
 
 
 def error_response(status: int, message: str, headers: dict | None = None):
+    from flask import jsonify
+
     response = jsonify({"error": message, "status": status})
     response.status_code = status
     for key, value in (headers or {}).items():
@@ -36,7 +38,9 @@ def error_response(status: int, message: str, headers: dict | None = None):
     return response
 
 
-def init_app(app: Flask) -> None:
+def init_app(app) -> None:
+    from werkzeug.exceptions import HTTPException
+
     @app.errorhandler(LabError)
     def _api_error(error: LabError):
         return error_response(error.status, error.message)

@@ -19,13 +19,16 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..containers import Containers, LabContainer
 from ..errors import LabError
 from ..executor import CommandError, Executor
 from .backend import Applied, Backend
-from .matrix import Matrix
 from .params import ParamError, Request, Shaping, parse_request
+
+if TYPE_CHECKING:  # pydantic is not in the kernel suite's User-mode Linux root: imported where used
+    from .matrix import Matrix
 from .plan import Entry
 
 log = logging.getLogger("laglab.shaping")
@@ -97,6 +100,8 @@ class ShapingManager:
                 )
                 self.partitions[partition.id] = partition
             if raw.get("matrix"):
+                from .matrix import Matrix
+
                 self.matrix = Matrix.model_validate(raw["matrix"])
             numbers = [int(p.removeprefix("p")) for p in self.partitions if p.removeprefix("p").isdigit()]
             self._partition_ids = itertools.count(max(numbers, default=0) + 1)

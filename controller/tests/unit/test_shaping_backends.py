@@ -1,6 +1,7 @@
 """Golden argv for both backends and the plan they are built from."""
 
 import json
+from pathlib import Path
 
 from laglab.executor import Executor, in_netns
 from laglab.shaping import backends
@@ -203,3 +204,19 @@ def test_a_prepared_receiver_gets_its_worker_before_any_rule_and_keeps_it_idle(t
     kernel = manager(backends.KernelBackend(), tmp_path / "k")
     kernel.prepare(["mysql-target"])  # nothing to start
     assert kernel.executor.ran == []
+
+
+def test_shaping_imports_without_the_controllers_web_stack():
+    """The kernel suite runs the real manager and backends inside User-mode Linux, whose root has no
+    Flask, pydantic or PyYAML (seen: a CI run whose guest failed to import the manager)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "for name in ('flask', 'werkzeug', 'pydantic', 'yaml', 'docker'):\n"
+        "    sys.modules[name] = None\n"
+        "import laglab.shaping.manager, laglab.shaping.backends, laglab.shaping.userspace, laglab.containers\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).parents[2])
+    assert done.returncode == 0, done.stderr[-2000:]
