@@ -1,5 +1,7 @@
 """Optional profiles whose images have no Debian stand-in stop `make up` before anything starts,
-naming the images to provide (here no registry is reachable, so this is what users on such a host see)."""
+naming the images to provide (here no registry is reachable, so this is what users on such a host see).
+The monitoring profile is not one of them any more: Prometheus has a stand-in and Grafana is left out
+(test_monitoring.py)."""
 
 import os
 import subprocess
@@ -9,7 +11,6 @@ import pytest
 from .conftest import ROOT
 
 PROFILES = {
-    "monitoring": ["prom/prometheus:v3.5.0", "grafana/grafana:12.1.0"],
     "dtle": ["actiontech/dtle:4.22.11.0", "hashicorp/consul:1.15"],
     "dm": ["pingcap/dm:v8.5.3", "pingcap/tidb:v8.5.3"],
 }
