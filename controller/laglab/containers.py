@@ -54,6 +54,7 @@ class Containers:
         self._client = client
         self._proc = proc
         self._ids_by_pid: dict[int, str] = {}
+        self._processes: dict[str, tuple[str, int, bool, int]] = {}  # id -> (state, PID, running, start time)
         self._bridge: Bridge | None = None
         self._cache: tuple[float, dict] | None = None  # (monotonic time, the last list)
 
@@ -67,31 +68,82 @@ class Containers:
 
     def list(self, max_age: float = 0.0) -> dict[str, LabContainer]:
         """service -> container, for every container of this project (one per service). `max_age`: a
-        list read that recently will do (the Docker API's inspect of every container is the costliest
-        thing the controller does once a second; the shaping supervisor keeps it fresh)."""
+        list read that recently will do (the shaping supervisor keeps it fresh).
+
+        One `/containers/json` call gives every container's labels, state and address; only the PID
+        needs an inspect, and that only for a container not seen running yet or whose PID /proc no
+        longer shows as its process (docker-py's full list inspected every container, exited set-up
+        jobs included, every time: the costliest thing the controller did at a 10 ms heartbeat)."""
         cached = self._cache
         if max_age and cached is not None and time.monotonic() - cached[0] <= max_age:
             return dict(cached[1])
         found: dict[str, LabContainer] = {}
-        for container in self.client.containers.list(all=True, filters={"label": f"{PROJECT_LABEL}={self.project}"}):
-            labels = container.attrs["Config"]["Labels"] or {}
+        seen: set[str] = set()
+        for summary in self.client.api.containers(all=True, filters={"label": f"{PROJECT_LABEL}={self.project}"}):
+            labels = summary.get("Labels") or {}
             if labels.get(PROJECT_LABEL) != self.project or SERVICE_LABEL not in labels:
                 continue
-            state = container.attrs["State"]
-            networks = container.attrs["NetworkSettings"]["Networks"] or {}
+            networks = (summary.get("NetworkSettings") or {}).get("Networks") or {}
             ip = next(
                 (n["IPAddress"] for name, n in networks.items() if name.endswith("_lab") and n.get("IPAddress")), None
             )
+            container_id, state = summary["Id"], summary.get("State", "")
+            seen.add(container_id)
+            # Docker's State.Running is true while paused or restarting too (as the inspect said before).
+            pid, running = (
+                self._process(container_id, state) if state in ("running", "paused", "restarting") else (0, False)
+            )
             service = labels[SERVICE_LABEL]
+            name = (summary.get("Names") or [f"/{container_id[:12]}"])[0].lstrip("/")
             entry = LabContainer(
-                service, container.name, container.id, int(state.get("Pid") or 0), ip, bool(state.get("Running")),
-                shapeable=labels.get(SHAPED_LABEL) != "never",
+                service, name, container_id, pid, ip, running, shapeable=labels.get(SHAPED_LABEL) != "never",
             )  # fmt: skip
             if service not in found or entry.running:
                 found[service] = entry
+        self._processes = {k: v for k, v in self._processes.items() if k in seen}
         self._ids_by_pid = {c.pid: c.id for c in found.values() if c.running and c.pid > 1}
         self._cache = (time.monotonic(), dict(found))
         return found
+
+    def _process(self, container_id: str, state: str) -> tuple[int, bool]:
+        """(PID, running) of a container Docker lists as running, paused or restarting: what its last
+        inspect said while /proc shows that PID is still its process (its cgroup names the container
+        and its start time is the one seen then; a restart keeps the ID and changes the PID), else a
+        fresh inspect. Without a readable /proc every call inspects."""
+        known = self._processes.get(container_id)
+        if (
+            known is not None
+            and known[0] == state
+            and known[1] > 1
+            and self._started(known[1], container_id) == known[3]
+        ):
+            return known[1], known[2]
+        from docker.errors import NotFound  # here, not at import: the kernel suite's guest has no Docker SDK
+
+        try:
+            inspected = self.client.api.inspect_container(container_id)["State"]
+        except NotFound:  # removed between the list and the inspect
+            self._processes.pop(container_id, None)
+            return 0, False
+        pid, running = int(inspected.get("Pid") or 0), bool(inspected.get("Running"))
+        started = self._started(pid, container_id) if pid > 1 else None
+        if started is not None:
+            self._processes[container_id] = (state, pid, running, started)
+        else:
+            self._processes.pop(container_id, None)
+        return pid, running
+
+    def _started(self, pid: int, container_id: str) -> int | None:
+        """The start time (clock ticks since boot) of `pid` if its cgroup names the container, else None."""
+        try:
+            with open(f"{self._proc}/{pid}/cgroup") as cgroup:
+                if container_id not in cgroup.read():
+                    return None
+            with open(f"{self._proc}/{pid}/stat") as stat:
+                # Field 22; the command name (field 2) may hold spaces and parentheses: split after it.
+                return int(stat.read().rsplit(")", 1)[1].split()[19])
+        except (OSError, IndexError, ValueError):
+            return None
 
     def running(self, *services: str, hint: str = "") -> list[LabContainer]:
         """The running containers of these services, or an error naming the ones that are not running."""

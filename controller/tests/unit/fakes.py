@@ -32,3 +32,56 @@ class FakeCursor:
 
     def fetchall(self):
         return self.rows
+
+
+class FakeDockerApi:
+    """Docker's low-level API as Containers uses it: `/containers/json` summaries and inspects, each
+    call counted. `lab`: {id: {"service", "pid", "state", "labels"?, "ip"?}}, changed in place by tests."""
+
+    def __init__(self, lab: dict[str, dict], project: str = "laglab"):
+        self.lab, self.project = lab, project
+        self.listed = 0
+        self.inspected: list[str] = []
+        self.gone: set[str] = set()  # removed after the next list, before its inspect
+
+    def containers(self, all, filters):
+        self.listed += 1
+        return [
+            {
+                "Id": cid,
+                "Names": [f"/{self.project}-{c['service']}-1"],
+                "State": c.get("state", "running"),
+                "Labels": {
+                    "com.docker.compose.project": self.project,
+                    "com.docker.compose.service": c["service"],
+                    **c.get("labels", {}),
+                },
+                "NetworkSettings": {"Networks": {f"{self.project}_lab": {"IPAddress": c.get("ip", "10.0.0.2")}}},
+            }
+            for cid, c in self.lab.items()
+        ]
+
+    def inspect_container(self, cid):
+        self.inspected.append(cid)
+        if cid in self.gone:
+            del self.lab[cid]
+        if cid not in self.lab:
+            import docker.errors
+
+            raise docker.errors.NotFound(f"No such container: {cid}")
+        c = self.lab[cid]
+        running = c.get("state", "running") in ("running", "paused", "restarting")
+        return {"State": {"Pid": c["pid"] if running else 0, "Running": running}}
+
+
+class FakeDocker:
+    def __init__(self, lab: dict[str, dict]):
+        self.api = FakeDockerApi(lab)
+
+
+def fake_proc(root, pid: int, container_id: str, started: int = 1000) -> None:
+    """/proc/PID/cgroup and /proc/PID/stat of a container's process under `root`."""
+    (root / str(pid)).mkdir(exist_ok=True)
+    (root / str(pid) / "cgroup").write_text(f"0::/system.slice/docker-{container_id}.scope\n")
+    fields = ["S", "1"] + ["0"] * 17 + [str(started)]  # field 3 (state) ... field 22 (start time)
+    (root / str(pid) / "stat").write_text(f"{pid} (mysqld (x)) " + " ".join(fields) + " 0 0\n")

@@ -83,3 +83,36 @@ def test_the_lag_split_borrows_the_transit_of_the_nearest_queued_one_and_adds_up
     assert round(transit + queue + apply, 6) == 102.0 - 101.0
     assert split.split("u:1", 99.0, 99.5, 99.6) is None, "nothing seen queued before it"
     assert split.split("u:9", 0, 0, 0) is None, "performance_schema's zero dates"
+
+
+def test_the_sampler_reads_the_replica_status_every_second_and_performance_schema_every_100_ms(tmp_path, monkeypatch):
+    """At a 10 ms heartbeat SHOW REPLICA STATUS every sample was most of the recorder's CPU: its
+    Seconds_Behind_Source moves in whole seconds; the applier timestamps feed the lag split."""
+    from laglab import lag
+    from laglab.db import Dialect, Endpoint
+    from laglab.results import Run
+
+    from .fakes import FakeConnection
+
+    def answer(sql, args):
+        if "heartbeat" in sql:
+            return [{"now": 1000.0, "seq": 1, "ts": 999.99}]
+        if "REPLICA STATUS" in sql:
+            return [{"Replica_IO_Running": "Yes", "Replica_SQL_Running": "Yes", "Seconds_Behind_Source": 0}]
+        return []
+
+    conn = FakeConnection(answer)
+    clock = [0.0]
+    monkeypatch.setattr(lag, "connect", lambda *a, **k: conn)
+    monkeypatch.setattr(lag, "server_dialect", lambda c: Dialect("mysql"))
+    monkeypatch.setattr(lag.time, "monotonic", lambda: clock[0])
+    endpoint = Endpoint("mysql-target", 3306, "root", "pw", "mysql-target")
+    recorder = lag.LagRecorder(endpoint, endpoint, 0.01, 60, Run(tmp_path, "live"))
+    for tick in range(300):  # 3 s of 10 ms samples
+        clock[0] = tick * 0.01
+        recorder._sample()
+    recorder.series.close()
+    status = sum("REPLICA STATUS" in sql for sql in conn.log)
+    timestamps = sum("performance_schema" in sql for sql in conn.log)
+    assert status == 3 and 29 <= timestamps <= 31, (status, timestamps)
+    assert all(s.sql_running == "Yes" for s in recorder.samples)  # samples in between carry the last status

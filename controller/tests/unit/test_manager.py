@@ -9,6 +9,8 @@ from laglab.shaping.manager import ShapingError, ShapingManager
 from laglab.shaping.params import parse_request
 from laglab.shaping.userspace import chain_name, queue_numbers
 
+from .fakes import FakeDocker
+
 LAB = {
     "mysql-source": LabContainer("mysql-source", "laglab-mysql-source-1", "a" * 64, 1001, "10.0.0.2", True),
     "mysql-target": LabContainer("mysql-target", "laglab-mysql-target-1", "b" * 64, 1002, "10.0.0.3", True),
@@ -195,19 +197,11 @@ def test_the_never_shaped_label_decides_not_the_name(tmp_path):
     """One label in compose.yaml (laglab.shaped: never) marks the apparatus and set-up jobs."""
     from laglab.containers import Containers
 
-    class Docker:
-        class containers:
-            @staticmethod
-            def list(all, filters):
-                def container(service, pid, extra):
-                    labels = {"com.docker.compose.project": "laglab", "com.docker.compose.service": service, **extra}
-                    attrs = {"Config": {"Labels": labels}, "State": {"Pid": pid, "Running": True},
-                             "NetworkSettings": {"Networks": {"laglab_lab": {"IPAddress": f"10.0.0.{pid % 100}"}}}}  # fmt: skip
-                    return type("C", (), {"attrs": attrs, "name": f"laglab-{service}-1", "id": service * 3})()
-
-                return [container("gr-setup", 1101, {"laglab.shaped": "never"}), container("mysql-source", 1102, {})]
-
-    lab = Containers("laglab", client=Docker()).list()
+    docker = FakeDocker({
+        "gr-setup" * 3: {"service": "gr-setup", "pid": 1101, "labels": {"laglab.shaped": "never"}},
+        "mysql-source" * 3: {"service": "mysql-source", "pid": 1102},
+    })  # fmt: skip
+    lab = Containers("laglab", client=docker).list()
     assert (lab["gr-setup"].shapeable, lab["mysql-source"].shapeable) == (False, True)
     m = ShapingManager(FakeContainers(lab), Executor(dry_run=True), backends.KernelBackend(), tmp_path / "s.json")
     with pytest.raises(ShapingError) as caught:

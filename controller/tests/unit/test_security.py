@@ -8,6 +8,8 @@ from laglab.app import create_app
 from laglab.containers import Containers
 from laglab.executor import Executor, NamespaceGone
 
+from .fakes import FakeDocker
+
 BASE = {"START_RECORDER": False, "START_SHAPING": False}
 
 
@@ -42,23 +44,11 @@ def test_an_exposed_controller_needs_a_token():
     assert config.load({"CONTROLLER_BIND": "192.0.2.10", "LAB_API_TOKEN": "t"}).CONTROLLER_BIND == "192.0.2.10"
 
 
-class FakeDocker:
-    class containers:
-        @staticmethod
-        def list(all, filters):
-            labels = {"com.docker.compose.project": "laglab", "com.docker.compose.service": "mysql-source"}
-            attrs = {
-                "Config": {"Labels": labels},
-                "State": {"Pid": 4321, "Running": True},
-                "NetworkSettings": {"Networks": {"laglab_lab": {"IPAddress": "10.0.0.2"}}},
-            }
-            return [type("C", (), {"attrs": attrs, "name": "laglab-mysql-source-1", "id": "abc123" * 10})()]
-
-
 def test_a_recycled_pid_is_never_entered(tmp_path):
     (tmp_path / "4321").mkdir()
     cgroup = tmp_path / "4321" / "cgroup"
-    containers = Containers("laglab", client=FakeDocker(), proc=str(tmp_path))
+    containers = Containers("laglab", client=FakeDocker({"abc123" * 10: {"service": "mysql-source", "pid": 4321}}),
+                            proc=str(tmp_path))  # fmt: skip
     containers.list()
     cgroup.write_text("8:pids:/docker/" + "abc123" * 10 + "\n")
     executor = Executor(dry_run=True, owns=containers.owns)
