@@ -4,9 +4,7 @@ POST/GET /api/partitions, DELETE /api/partitions[/<id>] (heal)."""
 from flask import Blueprint, current_app
 
 from ..errors import ApiError
-from ..faults import FaultError
 from ..openapi import operation
-from ..shaping.manager import ShapingError
 from ..shaping.params import ParamError, parse_time
 from . import models
 from .shaping import manager
@@ -32,13 +30,6 @@ def _seconds(field: str, value) -> float | None:
         raise ApiError(error.status, f"{field}: {error.message}") from None
 
 
-def call(fn, *args):
-    try:
-        return fn(*args)
-    except (FaultError, ShapingError) as error:
-        raise ApiError(error.status, error.message) from None
-
-
 @operation(
     bp, "POST", "/api/faults", "Inject a fault into a service's container (undone after `duration`, if given)",
     body=models.FaultBody, ok=(201, models.Fault), errors=(404, 409, 422, 502, 503, 504),
@@ -46,7 +37,7 @@ def call(fn, *args):
 )  # fmt: skip
 def inject(body: models.FaultBody):
     duration = _seconds("duration", body.duration)
-    return call(faults().inject, body.service, body.action, duration).as_json(), 201
+    return faults().inject(body.service, body.action, duration).as_json(), 201
 
 
 @operation(bp, "GET", "/api/faults", "Active and recent faults", ok=(200, models.Faults), errors=(503,))
@@ -59,7 +50,7 @@ def index():
     path_params=FAULT_ID, ok=(200, models.Fault), errors=(404, 409, 502, 503, 504),
 )  # fmt: skip
 def undo(fault_id):
-    return call(faults().undo, fault_id).as_json()
+    return faults().undo(fault_id).as_json()
 
 
 @operation(
@@ -69,7 +60,7 @@ def undo(fault_id):
 )  # fmt: skip
 def partition(body: models.PartitionBody):
     duration = _seconds("duration", body.duration)
-    return call(manager().partition, body.a, body.b, body.oneway, duration).as_json(), 201
+    return manager().partition(body.a, body.b, body.oneway, duration).as_json(), 201
 
 
 @operation(bp, "GET", "/api/partitions", "Partitions in force", ok=(200, models.Partitions), errors=(503,))
@@ -79,7 +70,7 @@ def partitions():
 
 @operation(bp, "DELETE", "/api/partitions", "Heal every partition", ok=(204, None), errors=(502, 503))
 def heal_all():
-    call(manager().heal, None)
+    manager().heal(None)
     return "", 204
 
 
@@ -88,5 +79,5 @@ def heal_all():
     path_params=PARTITION_ID, ok=(204, None), errors=(404, 502, 503),
 )  # fmt: skip
 def heal(partition_id):
-    call(manager().heal, partition_id)
+    manager().heal(partition_id)
     return "", 204

@@ -7,7 +7,7 @@ from ..errors import ApiError
 from ..openapi import operation
 from ..shaping.matrix import Matrix, MatrixError
 from . import models
-from .shaping import call, manager
+from .shaping import manager
 
 bp = Blueprint("matrix", __name__)
 
@@ -30,7 +30,7 @@ def put(body: Matrix):
         body.check()
     except MatrixError as error:
         raise ApiError(422, str(error)) from None
-    call(manager().set_matrix, body)
+    manager().set_matrix(body)
     return _shown(body)
 
 
@@ -41,7 +41,7 @@ def get():
 
 @operation(bp, "DELETE", "/api/matrix", "Remove the delay matrix's shaping", ok=(204, None), errors=(502, 503))
 def delete():
-    call(manager().set_matrix, None)
+    manager().set_matrix(None)
     return "", 204
 
 

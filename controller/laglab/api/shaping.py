@@ -6,7 +6,6 @@ from flask import Blueprint, current_app
 from ..errors import ApiError
 from ..openapi import operation
 from ..shaping import verify
-from ..shaping.manager import ShapingError
 from ..shaping.params import SERVICE_PATTERN, ParamError, format_rate, parse_request, valid_service
 from ..shaping.plan import build
 from . import models
@@ -28,13 +27,6 @@ def service_name(name: str) -> str:
     return name
 
 
-def call(fn, *args):
-    try:
-        return fn(*args)
-    except ShapingError as error:
-        raise ApiError(error.status, error.message) from None
-
-
 @operation(
     bp, "PUT", "/api/shaping/<service>", "Apply (replace in place) a service's or one link's shaping",
     path_params=SERVICE, body=models.ShapingBody, ok=(200, models.ServiceShaping), errors=(404, 409, 422, 502, 503),
@@ -45,7 +37,7 @@ def put(service, body: models.ShapingBody):
         parsed = parse_request(body.model_dump(by_alias=True, exclude_unset=True))
     except ParamError as error:
         raise ApiError(error.status, f"{error.field}: {error.message}") from None
-    return call(manager().put, service, parsed)
+    return manager().put(service, parsed)
 
 
 @operation(
@@ -65,7 +57,7 @@ def get(service):
     path_params=SERVICE, query=models.PeerQuery, ok=(204, None), errors=(404, 409, 502, 503),
 )  # fmt: skip
 def delete(service, query: models.PeerQuery):
-    call(manager().delete, service_name(service), query.peer)
+    manager().delete(service_name(service), query.peer)
     return "", 204
 
 
@@ -80,7 +72,7 @@ def list_all():
 
 @operation(bp, "DELETE", "/api/shaping", "Clear all shaping", ok=(204, None), errors=(502, 503))
 def clear():
-    call(manager().clear)
+    manager().clear()
     return "", 204
 
 
