@@ -20,7 +20,7 @@ import time
 import pymysql
 
 from .db import META_SCHEMA, connect
-from .lag import LagSample, frontier_lag, heartbeat_age
+from .lag import LagSample, Ticker, frontier_lag, heartbeat_age
 from .results import Fanout, iso
 
 log = logging.getLogger("laglab.cluster_lag")
@@ -117,18 +117,9 @@ class ClusterLagRecorder:
                 self.series.append(sample.as_dict())
             self.feed.publish(sample)
 
-    def _main(self) -> None:
-        next_at = time.monotonic()
-        while not self._stop.is_set():
-            self.tick()
-            next_at += self.interval
-            now = time.monotonic()
-            if next_at < now:
-                next_at = now + self.interval
-            self._stop.wait(next_at - now)
-
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._main, name=f"{self.kind.kind}-lag", daemon=True)
+        ticker = Ticker(self.interval, self.tick, self._stop)
+        self._thread = threading.Thread(target=ticker.run, name=f"{self.kind.kind}-lag", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:

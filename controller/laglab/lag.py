@@ -190,7 +190,7 @@ def make_sample(
     return sample
 
 
-class _Ticker:
+class Ticker:
     """Calls `fn` every `interval` seconds on a fixed schedule (no drift; late ticks are skipped)."""
 
     def __init__(self, interval: float, fn, stop: threading.Event, offset: float = 0.0):
@@ -203,7 +203,7 @@ class _Ticker:
             try:
                 self.fn()
             except Exception as error:  # the recorder must outlive anything one tick does
-                print(f"lag recorder: unexpected {type(error).__name__}: {error}", flush=True)
+                print(f"{threading.current_thread().name}: unexpected {type(error).__name__}: {error}", flush=True)
             next_at += self.interval
             now = time.monotonic()
             if next_at < now:  # late: skip the ticks already missed
@@ -351,7 +351,7 @@ class LagRecorder:
             ("heartbeat-writer", self._write, 0.0),
             ("lag-sampler", self._sample, self.interval / 2),
         ):
-            ticker = _Ticker(self.interval, fn, self._stop, offset)
+            ticker = Ticker(self.interval, fn, self._stop, offset)
             thread = threading.Thread(target=ticker.run, name=name, daemon=True)
             thread.start()
             self._threads.append(thread)
@@ -366,12 +366,12 @@ class LagRecorder:
     def alive(self) -> bool:
         return bool(self._threads) and all(t.is_alive() for t in self._threads)
 
-    def window(self, seconds: float) -> list[LagSample]:
-        samples = list(self.samples)
-        if not samples:
-            return []
-        since = samples[-1].epoch - seconds
-        return [s for s in samples if s.epoch >= since]
+
+def window(samples, seconds: float, after: float = 0.0) -> list[LagSample]:
+    """The samples of the last `seconds` (counted back from the newest), newer than epoch `after`."""
+    listed = list(samples)
+    since = (listed[-1].epoch - seconds) if listed else 0
+    return [s for s in listed if s.epoch >= since and s.epoch > after]
 
 
 def _describe(error: BaseException) -> str:

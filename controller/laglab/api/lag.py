@@ -3,6 +3,7 @@
 from flask import Blueprint, current_app
 
 from ..errors import ApiError
+from ..lag import window
 from ..openapi import operation
 from . import models
 
@@ -31,15 +32,12 @@ def lag(query: models.LagQuery):
             )
     # A longer window than the recorder keeps gives all it keeps (window_seconds says how much).
     seconds = min(query.seconds, samples.maxlen * recorder.interval)
-    listed = list(samples)
-    since = (listed[-1].epoch - seconds) if listed else 0
-    window = [s for s in listed if s.epoch >= since and s.epoch > query.since]
-    latest = listed[-1].as_dict() if listed else None
+    latest = samples[-1].as_dict() if samples else None
     return {
         "latest": latest,
         "replicas": replicas,
         "interval_ms": round(recorder.interval * 1000),
         "csv": f"results/{recorder.run.path.name}/lag.csv",
         "window_seconds": seconds,
-        "samples": [s.as_dict() for s in window],
+        "samples": [s.as_dict() for s in window(samples, seconds, after=query.since)],
     }

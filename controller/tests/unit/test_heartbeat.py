@@ -116,3 +116,12 @@ def test_the_sampler_reads_the_replica_status_every_second_and_performance_schem
     timestamps = sum("performance_schema" in sql for sql in conn.log)
     assert status == 3 and 29 <= timestamps <= 31, (status, timestamps)
     assert all(s.sql_running == "Yes" for s in recorder.samples)  # samples in between carry the last status
+
+
+def test_the_window_counts_back_from_the_newest_sample_and_after_an_epoch():
+    from laglab.lag import LagSample, window
+
+    samples = [LagSample(time="", epoch=float(e), status="ok") for e in range(100, 111)]
+    assert [s.epoch for s in window(samples, 3)] == [107.0, 108.0, 109.0, 110.0]
+    assert [s.epoch for s in window(samples, 3, after=108.0)] == [109.0, 110.0]
+    assert window([], 3) == []
