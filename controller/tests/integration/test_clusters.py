@@ -193,6 +193,37 @@ def test_three_regions_quick_from_the_region_presets(clusters_up, settings, scen
     assert "+80.5 ms" in (folder / "report.md").read_text()
 
 
+def test_a_galera_member_whose_applier_is_held_lags_by_the_hold_and_its_queue_grows(clusters_up, api, settings):
+    """FLUSH TABLES WITH READ LOCK desyncs and pauses a Galera node (no flow control: the cluster goes
+    on committing): its lag is the time the lock has been held, by the test's own clock, and its
+    receive queue grows; its peer's lag stays near 0; unlocked, it catches up."""
+    node2, node3 = (e for e in nodes(settings, "galera") if e.name in ("galera-node2", "galera-node3"))
+
+    def latest(node: str) -> dict:
+        return api.get(f"/api/lag?seconds=0&replica={node}").json()["latest"]
+
+    wait_until(lambda: latest(node3.name)["status"] == "ok" and latest(node3.name)["lag_seconds"] < 0.5, 30)
+    conn = connect(node3, timeout=5)
+    try:
+        query(conn, "FLUSH TABLES WITH READ LOCK")
+        locked_at = time.time()
+
+        def held_long_enough():
+            sample = latest(node3.name)
+            return sample if sample["status"] == "ok" and sample["epoch"] - locked_at >= 3.0 else None
+
+        sample = wait_until(held_long_enough, timeout=30)
+        assert abs(sample["lag_seconds"] - (sample["epoch"] - locked_at)) <= 0.3, (sample, locked_at)
+        assert sample["applier_queue"] >= 10, sample  # a heartbeat every 100 ms waits to be applied
+        peer = [s["lag_seconds"] for s in api.get(f"/api/lag?seconds=2&replica={node2.name}").json()["samples"]]
+        assert peer and statistics.median(peer) < 0.2, peer
+    finally:
+        query(conn, "UNLOCK TABLES")
+        conn.close()
+    caught_up = wait_until(lambda: (s := latest(node3.name))["lag_seconds"] < 0.5 and s, timeout=30)
+    assert caught_up["applier_queue"] is not None
+
+
 def test_every_member_has_its_own_lag_and_a_delayed_one_shows_it(clusters_up, api):
     """The controller records each member's lag once the profiles are up; a Group Replication member
     whose packets from the primary arrive 500 ms late lags by that much, its peer does not."""
