@@ -1,7 +1,8 @@
 // laglab dashboard: plain JavaScript, no libraries, served by the controller (works offline).
 "use strict";
 let WINDOW = 600; // seconds of lag shown (less if the controller keeps less: LAG_WINDOW_SECONDS)
-const state = { points: [], markers: [], lastEpoch: 0, lastEvent: 0 };
+// nodes: a cluster member's own lag line (name -> [{t, lag}]), drawn beside the replica's.
+const state = { points: [], markers: [], lastEpoch: 0, lastEvent: 0, nodes: {}, nodeSince: {} };
 window.laglab = state; // for people poking around, and the browser test
 
 function token() { return localStorage.getItem("laglab-token") || ""; }
@@ -39,11 +40,41 @@ async function pollLag() {
   const cut = state.lastEpoch - WINDOW;
   while (state.points.length && state.points[0].t < cut) state.points.shift();
   const others = Object.entries(data.replicas || {});
-  document.getElementById("replicas").textContent = others.length > 1 ? "every replica now: " + others.map(([name, r]) =>
-    `${name} ${r.status === "ok" ? (r.lag_seconds * 1000).toFixed(0) + " ms" : "gap"}` +
-    (r.applier_queue != null ? ` (queue ${r.applier_queue}${r.certifier_queue != null ? "/" + r.certifier_queue : ""})` : "")).join(", ") : "";
+  const main = data.latest ? data.latest.replica : null;
+  const members = others.map(([name]) => name).filter(name => name !== main);
+  await Promise.all(members.map(pollNode));
+  for (const name of Object.keys(state.nodes)) if (!members.includes(name)) delete state.nodes[name];
+  const list = document.getElementById("replicas");
+  list.replaceChildren();
+  if (others.length > 1) list.append("every replica now: ");
+  if (others.length > 1) others.forEach(([name, r], i) => {
+    const key = document.createElement("span");
+    key.className = "key";
+    key.style.color = name === main ? "#1f5fa8" : nodeColour(name);
+    key.textContent = (name === main ? "" : "━ ") + `${name} ${r.status === "ok" ? (r.lag_seconds * 1000).toFixed(0) + " ms" : "gap"}` +
+      (r.applier_queue != null ? ` (queue ${r.applier_queue}${r.certifier_queue != null ? "/" + r.certifier_queue : ""})` : "") +
+      (i < others.length - 1 ? "," : "");
+    list.append(key);
+  });
   const l = data.latest;
   document.getElementById("lag-now").textContent = l ? (l.status === "ok" ? `${(l.lag_seconds * 1000).toFixed(0)} ms` : `gap: ${l.reason}`) : "";
+}
+
+// A cluster member's samples since the last poll (GET /api/lag?replica=), kept for the chart's window.
+async function pollNode(name) {
+  const since = state.nodeSince[name];
+  const data = await api("GET", `/api/lag?replica=${encodeURIComponent(name)}&seconds=${WINDOW}` + (since ? `&since=${since}` : ""));
+  const points = state.nodes[name] || (state.nodes[name] = []);
+  for (const s of data.samples) {
+    points.push({ t: s.epoch, lag: s.status === "ok" ? s.lag_seconds : null });
+    state.nodeSince[name] = Math.max(state.nodeSince[name] || 0, s.epoch);
+  }
+  while (points.length && points[0].t < state.lastEpoch - WINDOW) points.shift();
+}
+const NODE_COLOURS = ["#d81b60", "#8e24aa", "#f4511e", "#00897b", "#6d4c41", "#3949ab"];
+function nodeColour(name) {
+  const names = Object.keys(state.nodes).sort();
+  return NODE_COLOURS[Math.max(0, names.indexOf(name)) % NODE_COLOURS.length];
 }
 
 async function pollEvents() {
@@ -57,8 +88,8 @@ function draw() {
   const W = c.width, H = c.height, L = 55, R = 10, T = 12, B = 28;
   g.clearRect(0, 0, W, H);
   const end = state.lastEpoch || Date.now() / 1000, start = end - WINDOW;
-  const lags = state.points.filter(p => p.lag !== null).map(p => p.lag);
-  const top = Math.max(0.1, ...lags) * 1.15;
+  const lags = [state.points, ...Object.values(state.nodes)].flat().filter(p => p.lag !== null && p.t >= start).map(p => p.lag);
+  const top = lags.reduce((a, b) => Math.max(a, b), 0.1) * 1.15;  // no spread: 10 ms samples are too many arguments
   const x = t => L + (t - start) / WINDOW * (W - L - R), y = v => H - B - v / top * (H - T - B);
   g.strokeStyle = "#ccc"; g.fillStyle = "#444"; g.font = "11px sans-serif"; g.lineWidth = 1;
   for (let i = 0; i <= 4; i++) {
@@ -79,12 +110,16 @@ function draw() {
     g.strokeStyle = color; g.setLineDash(dash); g.beginPath(); g.moveTo(x(mk.epoch), T); g.lineTo(x(mk.epoch), H - B); g.stroke();
     g.setLineDash([]); g.fillStyle = color; g.fillText(letter, x(mk.epoch) + 2, T + 10);
   }
-  g.strokeStyle = "#1f5fa8"; g.lineWidth = 1.5; g.beginPath(); let pen = false;
-  for (const p of state.points) {
-    if (p.lag === null) { pen = false; continue; }
-    if (!pen) { g.moveTo(x(p.t), y(p.lag)); pen = true; } else g.lineTo(x(p.t), y(p.lag));
-  }
-  g.stroke();
+  const line = (points, colour) => {
+    g.strokeStyle = colour; g.lineWidth = 1.5; g.beginPath(); let pen = false;
+    for (const p of points) {
+      if (p.lag === null || p.t < start) { pen = false; continue; }
+      if (!pen) { g.moveTo(x(p.t), y(p.lag)); pen = true; } else g.lineTo(x(p.t), y(p.lag));
+    }
+    g.stroke();
+  };
+  for (const name of Object.keys(state.nodes).sort()) line(state.nodes[name], nodeColour(name));
+  line(state.points, "#1f5fa8");
   const last = state.markers.filter(m => m.epoch >= start).slice(-1)[0];
   c.title = last ? `${last.time}: ${last.text}` : "";
   drawSplit(start, end);
@@ -98,7 +133,7 @@ function drawSplit(start, end) {
   g.clearRect(0, 0, W, H);
   const pts = state.points.filter(p => p.split && p.t >= start);
   state.splitSamples = pts.length;
-  const top = Math.max(0.01, ...pts.map(p => p.split[0] + p.split[1] + p.split[2])) * 1.15;
+  const top = pts.reduce((a, p) => Math.max(a, p.split[0] + p.split[1] + p.split[2]), 0.01) * 1.15;
   const x = t => L + (t - start) / (end - start || 1) * (W - L - R), y = v => H - B - v / top * (H - T - B);
   g.fillStyle = "#444"; g.font = "11px sans-serif";
   g.fillText(top < 1 ? `${(top * 1000).toFixed(0)} ms` : `${top.toFixed(2)} s`, 2, T + 8);

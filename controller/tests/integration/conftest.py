@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pymysql
 import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
 
 from laglab import config
 from laglab.client import Client
@@ -105,3 +107,21 @@ def try_query(endpoint: Endpoint, sql: str):
         return None
     finally:
         conn.close()
+
+
+@pytest.fixture
+def browser():
+    """Debian's headless Chromium through its chromedriver (scripts/test installs both)."""
+    options = webdriver.ChromeOptions()
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,1100",
+    ):
+        options.add_argument(arg)
+    options.binary_location = "/usr/bin/chromium"
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    yield driver
+    driver.quit()

@@ -3,6 +3,7 @@
 a node stopped during writes leaves the other two serving and rejoins when started again, and
 wan-sync-cluster --quick runs on both. The clusters and their volumes are removed afterwards."""
 
+import contextlib
 import os
 import statistics
 import subprocess
@@ -11,6 +12,8 @@ import time
 
 import pymysql
 import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
 
 from laglab.db import Endpoint, connect
 from laglab.replicators import CLUSTERS
@@ -193,20 +196,34 @@ def test_three_regions_quick_from_the_region_presets(clusters_up, settings, scen
     assert "+80.5 ms" in (folder / "report.md").read_text()
 
 
+@contextlib.contextmanager
+def applier_held(endpoint: Endpoint):
+    """FLUSH TABLES WITH READ LOCK on a Galera node: it desyncs and pauses (no flow control: the
+    cluster goes on committing) until UNLOCK TABLES. Yields the time the lock was taken."""
+    conn = connect(endpoint, timeout=5)
+    try:
+        query(conn, "FLUSH TABLES WITH READ LOCK")
+        yield time.time()
+    finally:
+        query(conn, "UNLOCK TABLES")
+        conn.close()
+
+
+def galera_pair(settings) -> tuple[Endpoint, Endpoint]:
+    named = {e.name: e for e in nodes(settings, "galera")}
+    return named["galera-node2"], named["galera-node3"]
+
+
 def test_a_galera_member_whose_applier_is_held_lags_by_the_hold_and_its_queue_grows(clusters_up, api, settings):
-    """FLUSH TABLES WITH READ LOCK desyncs and pauses a Galera node (no flow control: the cluster goes
-    on committing): its lag is the time the lock has been held, by the test's own clock, and its
+    """A held member's lag is the time the lock has been held, by the test's own clock, and its
     receive queue grows; its peer's lag stays near 0; unlocked, it catches up."""
-    node2, node3 = (e for e in nodes(settings, "galera") if e.name in ("galera-node2", "galera-node3"))
+    node2, node3 = galera_pair(settings)
 
     def latest(node: str) -> dict:
         return api.get(f"/api/lag?seconds=0&replica={node}").json()["latest"]
 
     wait_until(lambda: latest(node3.name)["status"] == "ok" and latest(node3.name)["lag_seconds"] < 0.5, 30)
-    conn = connect(node3, timeout=5)
-    try:
-        query(conn, "FLUSH TABLES WITH READ LOCK")
-        locked_at = time.time()
+    with applier_held(node3) as locked_at:
 
         def held_long_enough():
             sample = latest(node3.name)
@@ -217,11 +234,30 @@ def test_a_galera_member_whose_applier_is_held_lags_by_the_hold_and_its_queue_gr
         assert sample["applier_queue"] >= 10, sample  # a heartbeat every 100 ms waits to be applied
         peer = [s["lag_seconds"] for s in api.get(f"/api/lag?seconds=2&replica={node2.name}").json()["samples"]]
         assert peer and statistics.median(peer) < 0.2, peer
-    finally:
-        query(conn, "UNLOCK TABLES")
-        conn.close()
     caught_up = wait_until(lambda: (s := latest(node3.name))["lag_seconds"] < 0.5 and s, timeout=30)
     assert caught_up["applier_queue"] is not None
+
+
+def test_the_dashboard_draws_a_lag_line_per_member(clusters_up, api, settings, browser):
+    """Each member's own lag is a line of the lag chart with its colour in the legend: a held Galera
+    member's line climbs while its peer's stays near 0."""
+    node2, node3 = galera_pair(settings)
+    browser.get(api.base + "/")
+    wait = WebDriverWait(browser, 30)
+    members = "return Object.keys(window.laglab.nodes).sort()"
+    wait.until(lambda d: {node2.name, node3.name} <= set(d.execute_script(members)))
+    peak = (
+        "return Math.max(0, ...window.laglab.nodes[arguments[0]].filter(p => p.t > arguments[1]).map(p => p.lag || 0))"
+    )
+    with applier_held(node3) as locked_at:
+        wait.until(lambda d: d.execute_script(peak, node3.name, locked_at) >= 2.0)
+        assert browser.execute_script(peak, node2.name, locked_at) < 0.5
+        shot = ROOT / "results" / f"dashboard-members-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.png"
+        assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10000
+    legend = browser.find_element(By.ID, "replicas")
+    colours = {k.text.split()[1]: k.value_of_css_property("color") for k in legend.find_elements(By.CSS_SELECTOR, ".key")
+               if k.text.startswith("━")}  # fmt: skip
+    assert {node2.name, node3.name} <= set(colours) and colours[node2.name] != colours[node3.name], colours
 
 
 def test_every_member_has_its_own_lag_and_a_delayed_one_shows_it(clusters_up, api):

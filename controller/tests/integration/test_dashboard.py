@@ -2,31 +2,11 @@
 
 import time
 
-import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from .conftest import ROOT, wait_until
-
-
-@pytest.fixture
-def browser():
-    options = webdriver.ChromeOptions()
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--window-size=1280,1100",
-    ):
-        options.add_argument(arg)
-    options.binary_location = "/usr/bin/chromium"
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-    yield driver
-    driver.quit()
 
 
 def test_dashboard_shows_lag_and_sets_shaping(api, browser):
