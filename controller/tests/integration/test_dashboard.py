@@ -96,3 +96,44 @@ def test_metrics_match_the_api(api):
         assert got[("laglab_link_bytes_total", (("direction", "tx"), *link))] > 0
     finally:
         api.delete("/api/shaping", timeout=60)
+
+
+def test_dashboard_shows_a_partition_heals_it_and_starts_a_shipped_timeline_scenario(api, browser):
+    browser.get(api.base + "/")
+    wait = WebDriverWait(browser, 30)
+    made = api.post("/api/partitions", json={"a": ["loadgen"], "b": ["mysql-target"]}, timeout=60)
+    assert made.status_code == 201, made.text
+    try:
+        wait.until(lambda d: "partition loadgen ↔ mysql-target" in d.find_element(By.ID, "active-faults").text)
+        browser.find_element(By.ID, "heal-all").click()
+        wait.until(lambda d: d.find_element(By.ID, "fault-result").text == "healed")
+        assert api.get("/api/partitions").json()["partitions"] == []
+        wait.until(lambda d: "none active" in d.find_element(By.ID, "active-faults").text)
+    finally:
+        api.delete("/api/partitions", timeout=60)
+    wait.until(
+        lambda d: (
+            "link-flap.yaml" in [o.get_attribute("value") for o in Select(d.find_element(By.ID, "run-file")).options]
+        )
+    )
+    option = next(
+        o
+        for o in Select(browser.find_element(By.ID, "run-file")).options
+        if o.get_attribute("value") == "link-flap.yaml"
+    )
+    assert "timeline:" in option.text, option.text
+    Select(browser.find_element(By.ID, "run-file")).select_by_value("link-flap.yaml")
+    browser.find_element(By.CSS_SELECTOR, "#run-form button[type=submit]").click()
+    wait.until(lambda d: d.find_element(By.ID, "run-result").text.startswith("started "))
+    run_id = browser.find_element(By.ID, "run-result").text.split()[1]
+    try:
+        run = api.get(f"/api/runs/{run_id}").json()
+        assert run["scenario"] == "link-flap" and run["status"] in ("pending", "running"), run
+        wait.until(lambda d: f"{run_id}: running" in d.find_element(By.ID, "runs").text)
+    finally:
+        api.delete(f"/api/runs/{run_id}", timeout=60)
+    # Interrupted, it cleans up after itself: no shaping left, the load generator free again.
+    wait_until(lambda: api.get(f"/api/runs/{run_id}").json()["status"] == "interrupted", 120, 0.5, "interrupted")
+    wait.until(lambda d: f"{run_id}: interrupted" in d.find_element(By.ID, "runs").text)
+    assert api.get("/api/shaping").json()["shaping"] == []
+    wait_until(lambda: not api.get("/api/load").json().get("running"), 60, 0.5, "the load stopped")
