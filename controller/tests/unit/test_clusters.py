@@ -18,6 +18,8 @@ from laglab.replicators.native import semi_sync_statements
 from laglab.scenarios import report
 from laglab.scenarios.spec import load_file
 
+from .fakes import FakeConnection
+
 FIXTURES = Path(__file__).parent / "fixtures"
 SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios"
 
@@ -69,29 +71,6 @@ def test_group_replication_recovery_account_is_kept_out_of_the_binary_log():
     )
 
 
-class FakeConn:
-    def __init__(self, gtids):
-        self.gtids = gtids
-
-    def cursor(self):
-        conn = self
-
-        class Cursor:
-            def __enter__(self):
-                return self
-
-            def __exit__(self, *exc):
-                return False
-
-            def execute(self, sql, args=None):
-                assert sql == "SELECT @@GLOBAL.gtid_executed AS g"
-
-            def fetchall(self):
-                return [{"g": conn.gtids}]
-
-        return Cursor()
-
-
 @pytest.mark.parametrize(
     ("gtids", "count"),
     [
@@ -101,7 +80,9 @@ class FakeConn:
     ],
 )
 def test_bootstrap_choice_counts_executed_transactions(gtids, count):
-    assert gtid_count(FakeConn(gtids)) == count
+    conn = FakeConnection(lambda sql, args: [{"g": gtids}])
+    assert gtid_count(conn) == count
+    assert conn.log == ["SELECT @@GLOBAL.gtid_executed AS g"]
 
 
 def test_endpoints_inside_the_lab_and_on_published_ports():

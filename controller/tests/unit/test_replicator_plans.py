@@ -12,6 +12,8 @@ from laglab.replicators.galera import Galera
 from laglab.results import Fanout
 from laglab.scenarios.spec import ScenarioError, load_text
 
+from .fakes import FakeConnection
+
 
 def test_native_options_are_exact_statements_on_each_server():
     assert native.option_statements(Dialect("mysql"), ("zstd", 7, True, True)) == [
@@ -29,34 +31,16 @@ def test_native_options_are_exact_statements_on_each_server():
         native.option_statements(Dialect("mariadb"), ("zstd", 3, False, False))
 
 
-class Server:
-    """A server as PyMySQL shows it: answers VERSION() and records every other statement."""
+def server(name, log, version="9.7.4") -> FakeConnection:
+    """A server as PyMySQL shows it: answers VERSION() and records every other statement in `log`."""
 
-    def __init__(self, name, log, version="9.7.4"):
-        self.name, self.log, self.version = name, log, version
+    def answer(sql, args):
+        if sql == "SELECT VERSION() AS v":
+            return [{"v": version}]
+        log.append((name, sql))
+        return []
 
-    def cursor(self):
-        server = self
-
-        class Cursor:
-            def __enter__(self):
-                return self
-
-            def __exit__(self, *exc):
-                return False
-
-            def execute(self, sql, args=None):
-                self.sql = sql
-                if sql != "SELECT VERSION() AS v":
-                    server.log.append((server.name, sql))
-
-            def fetchone(self):
-                return {"v": server.version}
-
-        return Cursor()
-
-    def close(self):
-        pass
+    return FakeConnection(answer)
 
 
 class Lab:
@@ -68,7 +52,7 @@ class Lab:
 
 def test_native_restore_puts_the_labs_defaults_back_and_leaves_semi_sync_alone(monkeypatch):
     log = []
-    monkeypatch.setattr(native, "connect", lambda endpoint, **kw: Server(endpoint, log))
+    monkeypatch.setattr(native, "connect", lambda endpoint, **kw: server(endpoint, log))
     native.Native(Lab()).restore()
     assert log == [
         ("mysql-source", "SET GLOBAL binlog_transaction_compression = OFF"),
