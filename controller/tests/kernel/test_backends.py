@@ -263,7 +263,11 @@ def test_gilbert_elliott_loses_in_bursts(manager, backend):
     lost = [seq not in seqs for seq in range(1, got["sent"] + 1)]
     runs = [len(r) for r in "".join("x" if x else "." for x in lost).split(".") if r]
     ratio, mean_run = sum(lost) / len(lost), statistics.fmean(runs) if runs else 0.0
-    allowed = 4 * gilbert_elliott_sigma(p, r, packets)  # 0.056 for these figures
+    # 5 sigma of the chain's formula (0.070 here). Measured over six runs in one guest: kernel 0.1695
+    # +- 0.021, userspace 0.165 +- 0.016, against the formula's 0.014: netem's draws in User-mode Linux
+    # spread half as much again, and 4 sigma (0.056) failed about one CI run in a hundred. A wrong chain
+    # still fails: p and r swapped reads 0.83, a half-lossy bad state 0.083; plain loss fails the runs.
+    allowed = 5 * gilbert_elliott_sigma(p, r, packets)
     record("gemodel", backend, asked_ratio=round(p / (p + r), 4), measured=round(ratio, 4), allowed=round(allowed, 4),
            asked_run=1 / r, mean_run=round(mean_run, 2), packets=got["sent"])  # fmt: skip
     assert abs(ratio - p / (p + r)) <= allowed, (ratio, allowed)
