@@ -251,6 +251,8 @@ def test_the_dashboard_draws_a_lag_line_per_member(clusters_up, api, settings, b
     )
     with applier_held(node3) as locked_at:
         wait.until(lambda d: d.execute_script(peak, node3.name, locked_at) >= 2.0)
+        drawn = "return window.laglab.nodes[arguments[0]].filter(p => p.t > arguments[1] && p.lag !== null).length"
+        assert browser.execute_script(drawn, node2.name, locked_at) >= 10  # the peer's line is drawn too
         assert browser.execute_script(peak, node2.name, locked_at) < 0.5
         shot = ROOT / "results" / f"dashboard-members-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.png"
         assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10000
