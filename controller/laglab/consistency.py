@@ -1,5 +1,6 @@
 """The no-loss check: wait until the target has executed the source's GTID set, then compare every
-table of the lab's schemas (row count and CHECKSUM TABLE ... EXTENDED) on both servers.
+table of the lab's schemas (row count and CHECKSUM TABLE ... EXTENDED) on both servers, and name the
+errant transactions: what the target executed that the source never did.
 
 Meant for a quiet lab (load stopped): writes that land on the source after its GTID set is read
 are not waited for and show up as differences. The heartbeat schema is left out (it changes 10
@@ -59,6 +60,8 @@ def check(source_endpoint, target_endpoint, timeout: float = 30.0) -> dict:
         gtids = executed_gtids(src, dialect)
         caught_up = wait_executed(dst, dialect, gtids, timeout)
         waited = round(time.monotonic() - started, 3)
+        target_executed = executed_gtids(dst, dialect)
+        errant = errant_gtids(dst, dialect, gtids, target_executed)
         present = {"source": (src, lab_tables(src)), "target": (dst, lab_tables(dst))}
         report, differences = [], []
         for table in sorted(present["source"][1] | present["target"][1]):
@@ -69,10 +72,18 @@ def check(source_endpoint, target_endpoint, timeout: float = 30.0) -> dict:
             if not entry["identical"]:
                 differences.append(_difference(entry))
             report.append(entry)
+        if errant:
+            differences.insert(0, ERRANT.format(errant=errant))
         return {
             "identical": caught_up and not differences,
             "flavor": dialect.flavor,
-            "gtid": {"source_executed": gtids, "target_caught_up": caught_up, "waited_seconds": waited},
+            "gtid": {
+                "source_executed": gtids,
+                "target_executed": target_executed,
+                "errant": errant,
+                "target_caught_up": caught_up,
+                "waited_seconds": waited,
+            },
             "tables": report,
             "differences": differences
             if caught_up
@@ -81,6 +92,39 @@ def check(source_endpoint, target_endpoint, timeout: float = 30.0) -> dict:
     finally:
         src.close()
         dst.close()
+
+
+ERRANT = (
+    "errant transactions on the target: {errant} (executed there, never on the source: written on the replica "
+    "directly, or applied twice by a replicator that writes under the target's own GTIDs)"
+)
+
+
+def errant_gtids(target_conn, dialect, source_executed: str, target_executed: str) -> str:
+    """What the target executed that the source never did ("" = nothing). Checksums cannot see a
+    transaction applied twice when its row events happen to be idempotent; its second GTID can."""
+    if dialect.is_mariadb:
+        return mariadb_errant(source_executed, target_executed)
+    with target_conn.cursor() as cur:
+        cur.execute("SELECT GTID_SUBTRACT(%s, %s) AS errant", (target_executed, source_executed))
+        return str(cur.fetchone()["errant"] or "")
+
+
+def mariadb_errant(source_pos: str, target_pos: str) -> str:
+    """MariaDB's gtid_binlog_pos keeps the last GTID per (domain, server id): a target entry is errant
+    when the source has no entry for its (domain, server id), or an older one."""
+
+    def parse(pos: str) -> dict[tuple[int, int], int]:
+        out = {}
+        for part in filter(None, (p.strip() for p in (pos or "").split(","))):
+            domain, server, seq = (int(x) for x in part.split("-"))
+            out[(domain, server)] = seq
+        return out
+
+    source = parse(source_pos)
+    return ",".join(
+        f"{d}-{s}-{seq}" for (d, s), seq in sorted(parse(target_pos).items()) if seq > source.get((d, s), 0)
+    )
 
 
 def _difference(entry: dict) -> str:

@@ -20,12 +20,14 @@ from ..db import (
     Dialect,
     Endpoint,
     connect,
+    executed_gtids,
     lab_endpoints,
     replica_field,
     server_dialect,
     wait_connect,
     wait_executed,
 )
+from . import handover
 from .base import Sleep, SourceToTarget
 
 log = logging.getLogger("laglab.replicators.native")
@@ -71,9 +73,25 @@ def is_healthy(status: dict | None, source_host: str) -> bool:
     )
 
 
-def configure_target(conn, dialect: Dialect, source: Endpoint, repl_user: str, repl_password: str) -> str:
-    """Returns what it did: 'kept', 'updated' (reconnect settings), 'configured' or 'repaired'."""
+def configure_target(
+    conn,
+    dialect: Dialect,
+    source: Endpoint,
+    repl_user: str,
+    repl_password: str,
+    source_executed: str | None = None,
+    dtle_job=None,
+) -> str:
+    """Returns what it did: 'kept', 'updated' (reconnect settings), 'configured', 'repaired', 'resumed
+    from DTLE's record' or 'left to DTLE'. `source_executed` (MySQL): the source's executed set, for
+    the hand-over check; `dtle_job`: () -> 'running' | 'stopped' | None (no DTLE), stops a job not running."""
     status = replica_state(conn)
+    if source_executed is not None and not dialect.is_mariadb:
+        resumed = _resume_after_hand_over(
+            conn, dialect, status, source, repl_user, repl_password, source_executed, dtle_job
+        )
+        if resumed:
+            return resumed
     if is_healthy(status, source.host):
         retries = replica_field(status, "Source_Retry_Count")
         if dialect.retry_settings and retries is not None and int(retries) < dialect.RETRY_COUNT:
@@ -99,6 +117,50 @@ def configure_target(conn, dialect: Dialect, source: Endpoint, repl_user: str, r
         cur.execute(sql, args)
         cur.execute(dialect.start_replica)
     return "repaired" if status else "configured"
+
+
+def _resume_after_hand_over(conn, dialect, status, source, repl_user, repl_password, source_executed, dtle_job):
+    """A replica handed to DTLE whose hand-back did not finish (or whose position does not cover what
+    DTLE recorded as applied) is never kept: native resumes from DTLE's record (handover.verdict)."""
+    verdict = handover.verdict(conn, source_executed)
+    if verdict.resume_from is None:
+        if verdict.errant:
+            say(
+                f"WARNING: the target executed {verdict.errant}, which the source never did (errant transactions: "
+                "written on the replica, or applied twice); `make consistency` reports them, "
+                "`make clean && make up` rebuilds the lab"
+            )
+        return None
+    if dtle_job is not None and dtle_job() == "running":
+        say("replication is handed to DTLE and its job is running (a run in progress?): left to DTLE")
+        return "left to DTLE"
+    say(f"replica resumes from DTLE's record of what it applied: {verdict.reason}")
+    if not status:  # no channel (a target that was reset meanwhile): point it at the source first
+        sql, args = dialect.change_source(source.host, source.port, repl_user, repl_password)
+        with conn.cursor() as cur:
+            cur.execute(sql, args)
+    handover.resume(conn, verdict.resume_from)
+    return "resumed from DTLE's record"
+
+
+def dtle_job_state(nomad=None) -> str | None:
+    """The lab's DTLE job as the set-up job sees it: 'running' (both task groups), 'stopped' (it was not
+    running in both, and is now stopped) or None (no DTLE agent answers: the profile is not up)."""
+    from .dtle import JOB_ID, DriverError, Nomad
+
+    nomad = nomad or Nomad(timeout=3.0)
+    try:
+        allocations = nomad.allocations(JOB_ID)
+    except (DriverError, OSError) as error:  # requests' errors are OSErrors (a name that does not resolve)
+        say(f"DTLE: no agent answers ({type(error).__name__}); no job to stop")
+        return None
+    states = {a["TaskGroup"]: a["ClientStatus"] for a in allocations if a.get("DesiredStatus", "run") == "run"}
+    if states.get("src") == "running" and states.get("dest") == "running":
+        return "running"
+    if allocations:
+        nomad.stop(JOB_ID)
+        say(f"DTLE job {JOB_ID} stopped (its task groups were {states or 'not running'})")
+    return "stopped"
 
 
 def wait_running(conn, seconds: float) -> dict:
@@ -129,7 +191,10 @@ def setup(settings, environ) -> None:
     prepare_source(src, settings.REPL_USER, settings.REPL_PASSWORD)
     # Inside the lab the replica reaches the source by service name on 3306.
     inside = Endpoint("mysql-source", 3306, "", "", "mysql-source")
-    action = configure_target(dst, dialect, inside, settings.REPL_USER, settings.REPL_PASSWORD)
+    source_executed = None if dialect.is_mariadb else executed_gtids(src, dialect)
+    action = configure_target(
+        dst, dialect, inside, settings.REPL_USER, settings.REPL_PASSWORD, source_executed, dtle_job=dtle_job_state
+    )
     wait_running(dst, 60)
     say(f"replica {action}; IO and SQL threads running")
     # Asynchronous unless the semi-sync profile's job turns semi-sync on after this one.
@@ -331,27 +396,23 @@ class NativeLink:
     def stop(self) -> None:
         self._query(self.target, self._dialect().stop_replica)
 
-    def resume_from(self, applied: str) -> None:
-        """Native replication goes on after what was applied by others (DTLE): auto-positioning asks the
-        source for everything else."""
-        conn = connect(self.target, timeout=5, read_timeout=60)
+    def hold(self) -> None:
+        """The target's replica stays stopped across its restarts until the hand-back (handover.hold)."""
+        conn = connect(self.target, timeout=5)
         try:
-            with conn.cursor() as cur:
-                for sql, args in resume_native(False, applied):
-                    cur.execute(sql, args)
+            handover.hold(conn)
         finally:
             conn.close()
 
+    def own_transactions(self, gtids: str) -> str:
+        """What of `gtids` (a target's set) the source never executed: errant transactions."""
+        return str(self._query(self.source, "SELECT GTID_SUBTRACT(%s, @@GLOBAL.gtid_executed) AS g", (gtids,))["g"])
 
-def resume_native(mariadb: bool, source_gtids: str) -> list[tuple[str, tuple | None]]:
-    """After DTLE applied source transactions under the target's own GTIDs: make the set DTLE applied
-    the target's purged set so that auto-positioning resumes where DTLE stopped (the target's binary
-    logs are dropped: it is a replica in this lab)."""
-    if mariadb:
-        return [("STOP SLAVE", None), ("SET GLOBAL gtid_slave_pos = %s", (source_gtids,)), ("START SLAVE", None)]
-    return [
-        ("STOP REPLICA", None),
-        ("RESET BINARY LOGS AND GTIDS", None),
-        ("SET GLOBAL gtid_purged = %s", (source_gtids,)),
-        ("START REPLICA", None),
-    ]
+    def resume_from(self, applied: str) -> None:
+        """Native replication goes on after what was applied by others (DTLE), checked to be exactly
+        that set, and the hold is released (handover.resume)."""
+        conn = connect(self.target, timeout=5, read_timeout=60)
+        try:
+            handover.resume(conn, applied)
+        finally:
+            conn.close()

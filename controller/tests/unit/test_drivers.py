@@ -10,7 +10,6 @@ import pytest
 
 from laglab.replicators import dm, dtle
 from laglab.replicators.base import metrics_summary
-from laglab.replicators.native import resume_native
 from laglab.scenarios.spec import load_text
 
 DTLE_METRICS = """# HELP dtle_delay_time delay
@@ -95,13 +94,69 @@ def test_nomad_http_errors_name_the_call():
 def test_dtle_metrics_keep_the_jobs_tasks_only_and_combine_agents():
     dst = dtle.parse_metrics(DTLE_METRICS)
     assert dst == {"delay_seconds": 3.0, "network_in_bytes": 1000.0, "network_out_bytes": 20.0}
-    src = {"delay_seconds": 1.0, "network_in_bytes": None, "network_out_bytes": 5000.0}
-    assert dtle.combine_metrics([src, dst]) == {
+    src = {"delay_seconds": 1.0, "network_in_bytes": 13.0, "network_out_bytes": 1000.0}
+    # Forward is what dtle-src sent, back what dtle-dst sent: the old sums gave the payload twice
+    # (src's out + dst's in, 1013 + ... in both columns).
+    assert dtle.combine_metrics({"dtle-src": src, "dtle-dst": dst}) == {
         "delay_seconds": 3.0,
-        "network_in_bytes": 1000.0,
-        "network_out_bytes": 5020.0,
+        "forward_bytes": 1000.0,
+        "back_bytes": 20.0,
     }
+    assert dtle.combine_metrics({"dtle-dst": dst}) == {"delay_seconds": 3.0, "forward_bytes": None, "back_bytes": 20.0}
     assert dtle.parse_metrics("") == {"delay_seconds": None, "network_in_bytes": None, "network_out_bytes": None}
+
+
+class AgentDown(FakeHttp):
+    """dtle-dst killed: its name no longer resolves. The exception is the one requests raises (seen:
+    `HTTPConnectionPool(host='dtle-dst', port=8190): Max retries exceeded with url: /metrics (Caused by
+    NameResolutionError(...))`)."""
+
+    def __init__(self, down):
+        super().__init__([])
+        self.down = down
+
+    def get(self, url, timeout=None):
+        import requests
+
+        if f"//{self.down}:" in url:
+            self.calls.append(("GET", url, {}))
+            raise requests.exceptions.ConnectionError(
+                f"HTTPConnectionPool(host='{self.down}', port=8190): Max retries exceeded with url: /metrics "
+                f'(Caused by NameResolutionError("<urllib3.connection.HTTPConnection object>: Failed to resolve '
+                f"'{self.down}' ([Errno -3] Temporary failure in name resolution)\"))"
+            )
+        return super().get(url, timeout)
+
+
+def test_an_agent_that_does_not_answer_is_a_gap_with_its_reason_not_a_failed_run():
+    """Seen: kill -9 of dtle-dst mid-point ended the run `failed: ConnectionError: ...` (sample() caught
+    nothing), the point was lost and the consistency check skipped."""
+    driver = dtle.Dtle(lab=None, nomad=object(), http=AgentDown("dtle-dst"), consul=object(), native=object())
+    figures = driver.sample()
+    assert figures["unreachable"] == {"dtle-dst": "ConnectionError: failed to resolve"}
+    assert figures["back_bytes"] is None and figures["forward_bytes"] == 20.0  # dtle-src still answered
+    answered = {"delay_seconds": 1.0, "forward_bytes": 100.0, "back_bytes": 2.0}
+    samples = [(10.0, answered), (11.0, figures), (12.0, figures), (13.0, {**answered, "forward_bytes": 300.0})]
+    summary = metrics_summary(samples)
+    assert summary["gaps"] == [
+        {"agent": "dtle-dst", "from": 11.0, "to": 12.0, "samples": 2, "reason": "ConnectionError: failed to resolve"}
+    ]
+    assert summary["forward_mbit"] == round(200 * 8 / 1e6 / 3, 4)  # across the gap, from the samples around it
+
+
+def test_the_report_names_the_gaps_and_the_directions():
+    from laglab.scenarios.report import replicator_lines
+
+    metrics = {"max_delay_seconds": 2.0, "forward_mbit": 1.5, "back_mbit": 0.01,
+               "gaps": [{"agent": "dtle-dst", "from": 11.0, "to": 31.0, "samples": 21, "reason": "ConnectionError: failed to resolve"}]}  # fmt: skip
+    lines = replicator_lines(
+        {"points": [{"point": 2, "params": {}, "max_lag_seconds": 25.0, "replicator_metrics": metrics}]}
+    )
+    assert "| 2 | - | 25 | 2 | 1.5 / 0.01 |" in lines
+    assert (
+        "- point 2: dtle-dst did not answer for 20 s (21 samples): ConnectionError: failed to resolve; "
+        "its figures have a gap there"
+    ) in lines
 
 
 def test_dtle_options_from_a_scenario_point():
@@ -112,16 +167,6 @@ def test_dtle_options_from_a_scenario_point():
     assert point.link.between == ("dtle-src", "dtle-dst")  # the agents' link unless the file says
     options = dtle.Dtle(lab=None, nomad=object(), http=object()).job_options(point.replicator, point.link.rtt)
     assert options == dtle.JobOptions(group_max_size=1048576, group_timeout_ms=240, repl_chan_buffer_size=600)
-
-
-def test_native_replication_resumes_after_dtle_from_the_sources_gtid_set():
-    assert resume_native(False, "uuid:1-100") == [
-        ("STOP REPLICA", None),
-        ("RESET BINARY LOGS AND GTIDS", None),
-        ("SET GLOBAL gtid_purged = %s", ("uuid:1-100",)),
-        ("START REPLICA", None),
-    ]
-    assert resume_native(True, "0-1-100")[1] == ("SET GLOBAL gtid_slave_pos = %s", ("0-1-100",))
 
 
 QUERY_STATUS = {
@@ -222,13 +267,14 @@ def test_dm_driver_creates_the_source_once_and_resumes_later_points_from_the_che
 
 def test_metrics_summary_takes_the_largest_delay_and_the_traffic_rate():
     samples = [
-        (100.0, {"delay_seconds": 1.0, "network_out_bytes": 0.0}),
-        (101.0, {"delay_seconds": 4.0, "network_out_bytes": 125_000.0}),
-        (102.0, {"delay_seconds": None, "network_out_bytes": 250_000.0}),
+        (100.0, {"delay_seconds": 1.0, "forward_bytes": 0.0, "back_bytes": None}),
+        (101.0, {"delay_seconds": 4.0, "forward_bytes": 125_000.0, "back_bytes": None}),
+        (102.0, {"delay_seconds": None, "forward_bytes": 250_000.0, "back_bytes": None}),
     ]
     assert metrics_summary(samples) == {
         "samples": 3,
         "max_delay_seconds": 4.0,
-        "network_in_mbit": None,
-        "network_out_mbit": 1.0,
+        "back_mbit": None,
+        "forward_mbit": 1.0,
+        "gaps": [],
     }
