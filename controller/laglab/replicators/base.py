@@ -117,14 +117,34 @@ class SourceToTarget(Replicator):
 
 
 def metrics_summary(samples: list[tuple[float, dict]]) -> dict:
-    """A started replicator's own figures over a point: its largest reported delay, its traffic in Mbit/s."""
+    """A started replicator's own figures over a point: its largest reported delay, each byte counter as
+    Mbit/s, and its gaps: the stretches where one of its agents did not answer, with the reason."""
     delays = [v["delay_seconds"] for _, v in samples if v.get("delay_seconds") is not None]
-    out = {"samples": len(samples), "max_delay_seconds": max(delays) if delays else None}
-    for key in ("network_in_bytes", "network_out_bytes"):
+    out: dict = {"samples": len(samples), "max_delay_seconds": max(delays) if delays else None}
+    counters = sorted({k for _, v in samples for k in v if k.endswith("_bytes")})
+    for key in counters:
         points = [(t, v[key]) for t, v in samples if v.get(key) is not None]
         out[key.replace("_bytes", "_mbit")] = (
             round((points[-1][1] - points[0][1]) * 8 / 1e6 / (points[-1][0] - points[0][0]), 4)
             if len(points) >= 2 and points[-1][0] > points[0][0]
             else None
         )
+    out["gaps"] = gaps(samples)
     return out
+
+
+def gaps(samples: list[tuple[float, dict]]) -> list[dict]:
+    """Consecutive samples in which the same agent did not answer, as one gap each: {agent, from, to,
+    samples, reason} (epoch seconds; the reason of the gap's first sample)."""
+    out: list[dict] = []
+    open_gaps: dict[str, dict] = {}
+    for t, values in samples:
+        missing = values.get("unreachable") or {}
+        for agent in list(open_gaps):
+            if agent not in missing:
+                out.append(open_gaps.pop(agent))
+        for agent, reason in missing.items():
+            gap = open_gaps.setdefault(agent, {"agent": agent, "from": round(t, 3), "samples": 0, "reason": reason})
+            gap["to"], gap["samples"] = round(t, 3), gap["samples"] + 1
+    out.extend(open_gaps.values())
+    return sorted(out, key=lambda g: (g["from"], g["agent"]))

@@ -218,6 +218,9 @@ def job_kv_prefix(job_id: str) -> str:
     return f"dtle/{job_id}"
 
 
+AGENTS = ("dtle-src", "dtle-dst")
+
+
 def parse_metrics(text: str, job_id: str = JOB_ID) -> dict:
     """dtle_delay_time (whole seconds; the largest of the job's tasks) and dtle_network_{in,out}_bytes
     (summed over the job's tasks) from one agent's /metrics; None where the agent has none."""
@@ -237,13 +240,41 @@ def parse_metrics(text: str, job_id: str = JOB_ID) -> dict:
     return out
 
 
-def combine_metrics(views: list[dict]) -> dict:
-    """Both agents' views into one: each agent only reports its own task."""
-    out: dict = {}
-    for key in ("delay_seconds", "network_in_bytes", "network_out_bytes"):
-        values = [v[key] for v in views if v.get(key) is not None]
-        out[key] = None if not values else (max(values) if key == "delay_seconds" else sum(values))
-    return out
+def combine_metrics(views: dict[str, dict]) -> dict:
+    """Both agents' views (by agent) into the link's: each agent only reports its own task. `forward`
+    is what dtle-src sent towards dtle-dst (the transactions), `back` what dtle-dst sent back (replies,
+    ~13 bytes each). Summing each direction over both agents gave the forward payload twice (src's out +
+    dst's in in one column, src's in + dst's out in the other)."""
+    src, dst = views.get("dtle-src") or {}, views.get("dtle-dst") or {}
+    delays = [v["delay_seconds"] for v in views.values() if v.get("delay_seconds") is not None]
+    return {
+        "delay_seconds": max(delays) if delays else None,
+        "forward_bytes": src.get("network_out_bytes"),
+        "back_bytes": dst.get("network_out_bytes"),
+    }
+
+
+def _why(error: Exception) -> str:
+    """A short reason for a gap: requests' messages run to 300 characters of pool and retry details."""
+    text = str(error)
+    for marker in ("Failed to resolve", "Connection refused", "timed out", "Name or service not known"):
+        if marker in text:
+            return f"{type(error).__name__}: {marker.lower()}"
+    return f"{type(error).__name__}: {text[:120]}"
+
+
+class HandBackFailed(DriverError):
+    """DTLE could not hand the target back to native replication: the replica stays stopped and held.
+    `problem`, `repair` and `repaired` put it on /api/health until the repair has run."""
+
+    problem = "dtle-hand-back"
+
+    def __init__(self, message: str, repaired=None, logs: str = ""):
+        super().__init__(message + (f"\n{logs}" if logs else ""))
+        self.repair, self.repaired = REPAIR, repaired
+
+
+REPAIR = "make up PROFILE=dtle"  # the set-up job resumes native from DTLE's record (handover.verdict)
 
 
 class Dtle(SourceToTarget):
@@ -311,11 +342,57 @@ class Dtle(SourceToTarget):
             self.sleep(0.5)
 
     def _stop_job(self) -> str:
-        applied = self._dtle_applied(self.HANDOVER_TIMEOUT)
+        try:
+            applied = self._dtle_applied(self.HANDOVER_TIMEOUT)
+        except Exception as error:
+            # Left as it is, the job would go on applying when its agent comes back, beside native: stop it.
+            # The target stays held; `make up` resumes native from DTLE's record on the target.
+            with contextlib.suppress(Exception):
+                self.nomad.stop(JOB_ID)
+            self.running = False
+            raise HandBackFailed(
+                f"DTLE's hand-back to native replication failed: {error}. The replica is stopped and held "
+                f"(no restart fetches again what DTLE applied); `{REPAIR}` resumes it from DTLE's record",
+                repaired=self._handed_back,
+                logs=self._logs(),
+            ) from error
         self.nomad.stop(JOB_ID)
         self.consul.delete_tree(job_kv_prefix(JOB_ID))
         self.running = False
         return applied
+
+    def agent_logs(self, lines: int = 5) -> str:
+        """The tail of each agent's own DTLE log. DTLE writes it under /var/log/dtle in its container, not to
+        stdout, so a job's error never reaches `docker compose logs`: a failure quotes it instead."""
+        out = []
+        for agent in AGENTS:
+            try:
+                container = self.lab.containers.container(agent)
+                _code, text = container.exec_run(
+                    ["sh", "-c", f"tail -q -n {int(lines)} /var/log/dtle/*.log 2>/dev/null"], demux=False
+                )
+                tail = (text or b"").decode(errors="replace").strip()
+            except Exception as error:  # the agent is down: that is the news
+                tail = f"(no log: {type(error).__name__}: {str(error)[:80]})"
+            out.append(f"{agent}'s DTLE log (last {lines} lines): {tail or '(empty)'}")
+        return "\n".join(out)
+
+    def _logs(self) -> str:
+        """agent_logs() where the lab has containers to read (not in unit tests without them)."""
+        if self.lab is None or getattr(self.lab, "containers", None) is None:
+            return ""
+        return self.agent_logs()
+
+    def _handed_back(self) -> bool:
+        """The repair ran: the target's replica is no longer held (handover.held)."""
+        from ..db import connect
+        from .handover import held
+
+        conn = connect(self.lab.target, timeout=3)
+        try:
+            return not held(conn)
+        finally:
+            conn.close()
 
     def apply(self, scenario, sleep: Sleep = time.sleep) -> None:
         self.start(scenario.replicator, scenario.link.rtt)
@@ -331,14 +408,25 @@ class Dtle(SourceToTarget):
                         f"native replication did not catch up within {self.HANDOVER_TIMEOUT:g}s: not handing over"
                     )
                 self.native.stop()
+                self.native.hold()  # a restarted target must not fetch again what DTLE applies
                 start_at = self.native.target_executed()
+                errant = self.native.own_transactions(start_at)
+                if errant:
+                    raise DriverError(
+                        f"the target executed {errant}, which the source never did (errant transactions): not "
+                        "handing over (DTLE would start from a set the source does not have)"
+                    )
             self.consul.delete_tree(job_kv_prefix(JOB_ID))  # no stale Gtid may override ours
             options = JobOptions(**{**self.job_options(replicator, rtt_seconds).__dict__, "gtid": start_at})
             schemas = [self.lab.settings.LAB_DATABASE, META_SCHEMA]
             body = job(JOB_ID, schemas, self._inside("mysql-source"), self._inside("mysql-target"), options)
             self.nomad.submit(body)
             self.running = True
-            self.nomad.wait_running(JOB_ID, 120)
+            try:
+                self.nomad.wait_running(JOB_ID, 120)
+            except DriverError as error:
+                logs = self._logs()
+                raise DriverError(f"{error}\n{logs}" if logs else str(error)) from error
 
     def wait_caught_up(self, timeout: float, sleep: Sleep | None = None) -> None:
         """Caught up = the target holds a heartbeat written after this call, whatever the link's delay
@@ -355,12 +443,25 @@ class Dtle(SourceToTarget):
             (sleep or self.sleep)(0.2)
 
     def sample(self) -> dict:
-        views = []
-        for agent in ("dtle-src", "dtle-dst"):
-            response = self.http.get(f"http://{agent}:8190/metrics", timeout=5)
-            if response.status_code == 200:
-                views.append(parse_metrics(response.text))
-        return combine_metrics(views)
+        """Both agents' figures; an agent that does not answer is a gap with its reason (DTLE resumes
+        from Consul's Gtid when the agent comes back: the point goes on)."""
+        import requests
+
+        views, unreachable = {}, {}
+        for agent in AGENTS:
+            try:
+                response = self.http.get(f"http://{agent}:8190/metrics", timeout=5)
+            except requests.RequestException as error:
+                unreachable[agent] = _why(error)
+                continue
+            if response.status_code != 200:
+                unreachable[agent] = f"HTTP {response.status_code}"
+                continue
+            views[agent] = parse_metrics(response.text)
+        out = combine_metrics(views)
+        if unreachable:
+            out["unreachable"] = unreachable
+        return out
 
     def summary(self, scenario, samples) -> dict:
         return {"replicator_metrics": metrics_summary(samples)}

@@ -233,6 +233,8 @@ def render(run: Path) -> Path:
         v = p.get("verification", {})
         rtt = f"{_fmt(v.get('rtt_asked_ms'), 1)} / {_fmt((v.get('rtt') or {}).get('median_ms'), 1)}"
         rate = f"{_fmt(v.get('rate_asked_mbit'))} / {_fmt(v.get('throughput_mbit'))}" if "rate_asked_mbit" in v else "-"
+        if v.get("other_traffic_mbit"):
+            rate += f" (+{_fmt(v['other_traffic_mbit'])} other)"
         checks = (
             "; ".join(f"{a['assertion']}: {'pass' if a['passed'] else 'FAIL'}" for a in p.get("assertions", [])) or "-"
         )
@@ -304,7 +306,8 @@ if __name__ == "__main__":
 
 def replicator_lines(summary: dict) -> list[str]:
     """DTLE's / DM's own figures beside the heartbeat lag (never instead of it: dtle_delay_time and
-    secondsBehindMaster are whole seconds, the heartbeat lag has the recorder's resolution)."""
+    secondsBehindMaster are whole seconds, the heartbeat lag has the recorder's resolution), and the
+    stretches where one of its agents did not answer."""
     points = [p for p in summary.get("points", []) if p.get("replicator_metrics")]
     if not points:
         return []
@@ -312,16 +315,26 @@ def replicator_lines(summary: dict) -> list[str]:
         "",
         "## The replicator's own figures",
         "",
-        "| # | parameters | max lag, heartbeat (s) | max delay it reports (whole s) | its network in / out (Mbit/s) |",
+        "| # | parameters | max lag, heartbeat (s) | max delay it reports (whole s) | its traffic forward / back (Mbit/s) |",
         "|---|---|---|---|---|",
     ]
+    gap_lines = []
     for p in points:
         m = p["replicator_metrics"]
         params = ", ".join(f"{k}={val}" for k, val in p["params"].items()) or "-"
         lines.append(
             f"| {p['point']} | {params} | {_fmt(p.get('max_lag_seconds'))} | {_fmt(m.get('max_delay_seconds'), 0)} | "
-            f"{_fmt(m.get('network_in_mbit'))} / {_fmt(m.get('network_out_mbit'))} |"
+            f"{_fmt(m.get('forward_mbit'))} / {_fmt(m.get('back_mbit'))} |"
         )
+        for gap in m.get("gaps") or []:
+            seconds = gap["to"] - gap["from"]
+            gap_lines.append(
+                f"- point {p['point']}: {gap['agent']} did not answer for {seconds:.0f} s ({gap['samples']} samples): "
+                f"{gap['reason']}; its figures have a gap there"
+            )
+    lines += ["", "Forward: what the source side sent towards the target side; back: its replies."]
+    if gap_lines:
+        lines += ["", "Gaps in the replicator's figures:", "", *gap_lines]
     return lines
 
 

@@ -87,6 +87,7 @@ class World:
     def __init__(self, source: int, native: int):
         self.source, self.native, self.dtle = source, native, None
         self.native_running, self.job_running = True, False
+        self.held, self.errant, self.dst_alive = False, "", True
         self.applied: dict[int, list[str]] = {i: ["native"] for i in range(1, native + 1)}
         self.kv: dict[str, str] = {}
 
@@ -126,7 +127,14 @@ class FakeNative:
     def stop(self):
         self.world.native_running = False
 
+    def hold(self):
+        self.world.held = True
+
+    def own_transactions(self, gtids):
+        return self.world.errant
+
     def resume_from(self, applied):
+        self.world.held = False
         self.world.native_running = True
         self.world.native = count(applied)  # gtid_purged: what others applied
         self.world.apply("native", self.world.source)  # auto-positioning fetches the rest
@@ -157,7 +165,7 @@ class FakeConsul:
 
     def get(self, key):
         w = self.world
-        if w.job_running:
+        if w.job_running and w.dst_alive:  # dtle-dst applies and reports through dtle-src
             w.apply("dtle", min(w.source, w.dtle + 5))
             w.kv.update(
                 {"dtle/laglab/Gtid": f"S:1-{w.dtle}", "dtle/laglab/BinlogFilePos": "x", "dtle/laglab/NatsAddr": "y"}
@@ -273,6 +281,81 @@ def test_the_report_shows_dtles_delay_beside_the_heartbeat_lag():
     from laglab.scenarios.report import replicator_lines
 
     point = {"point": 1, "params": {"load.rate": 300}, "max_lag_seconds": 1.312,
-             "replicator_metrics": {"max_delay_seconds": 1.0, "network_in_mbit": 0.34, "network_out_mbit": 0.35}}  # fmt: skip
-    assert replicator_lines({"points": [point]})[-1] == "| 1 | load.rate=300 | 1.312 | 1 | 0.34 / 0.35 |"
+             "replicator_metrics": {"max_delay_seconds": 1.0, "forward_mbit": 0.34, "back_mbit": 0.01}}  # fmt: skip
+    assert "| 1 | load.rate=300 | 1.312 | 1 | 0.34 / 0.01 |" in replicator_lines({"points": [point]})
     assert replicator_lines({"points": [{**point, "replicator_metrics": None}]}) == []
+
+
+def test_a_hand_back_that_fails_stops_the_job_keeps_the_replica_held_and_names_the_repair():
+    """Seen: dtle-dst killed and left down; after 300 s the controller logged `cleanup step failed`, the
+    run showed its first reason only, the Nomad job went on running and the replica was left stopped
+    without a mark, so the next mysqld start fetched again what DTLE had applied."""
+    world = World(source=100, native=100)
+    driver = driver_in(world)
+    driver.HANDOVER_TIMEOUT = 0.05
+    driver.start(REPLICATOR, 0.1)
+    assert world.held and not world.native_running  # from the hand-over on, no restart starts native
+    world.write(30)
+    world.dst_alive = False  # kill -9 dtle-dst
+    with pytest.raises(dtle.HandBackFailed) as failure:
+        driver.stop()
+    message = str(failure.value)
+    assert message.startswith("DTLE's hand-back to native replication failed: DTLE did not record the source's")
+    assert message.endswith("`make up PROFILE=dtle` resumes it from DTLE's record")
+    assert failure.value.repair == "make up PROFILE=dtle" and failure.value.problem == "dtle-hand-back"
+    assert not world.job_running  # it would apply beside native when its agent comes back
+    assert world.held and not world.native_running and driver.running is False
+    assert all(len(who) == 1 for who in world.applied.values())
+
+
+def test_no_hand_over_from_a_target_with_errant_transactions():
+    world = World(source=50, native=50)
+    world.errant = "T:1-3"
+    with pytest.raises(dtle.DriverError, match=r"the target executed T:1-3, which the source never did"):
+        driver_in(world).start(REPLICATOR, 0.0)
+    assert world.job_running is False
+
+
+class AgentContainer:
+    """The Docker SDK's container.exec_run as it answers: (exit code, bytes of output)."""
+
+    def __init__(self, text):
+        self.text, self.argv = text, None
+
+    def exec_run(self, argv, demux=False):
+        self.argv = argv
+        return 0, self.text.encode()
+
+
+class Containers:
+    def __init__(self, logs):
+        self.logs = logs
+
+    def container(self, service, hint=""):
+        if self.logs.get(service) is None:
+            raise RuntimeError(f"{service} not running")
+        return AgentContainer(self.logs[service])
+
+
+def test_a_job_that_does_not_start_quotes_the_agents_own_logs():
+    """DTLE logs to /var/log/dtle in its container: a job's error never reached `docker compose logs`."""
+
+    class Failing(FakeNomad):
+        def wait_running(self, job_id, timeout):
+            raise dtle.DriverError("DTLE task group dest failed: Exhausted restarts")
+
+    world = World(source=10, native=10)
+    driver = driver_in(world)
+    driver.nomad = Failing(world)
+    driver.lab.containers = Containers({"dtle-src": "", "dtle-dst": "ERROR dest: dial tcp mysql-target:3306: refused"})
+    with pytest.raises(dtle.DriverError) as failure:
+        driver.start(REPLICATOR, 0.0)
+    assert str(failure.value).splitlines() == [
+        "DTLE task group dest failed: Exhausted restarts",
+        "dtle-src's DTLE log (last 5 lines): (empty)",
+        "dtle-dst's DTLE log (last 5 lines): ERROR dest: dial tcp mysql-target:3306: refused",
+    ]
+    driver.lab.containers = Containers({"dtle-src": "ok"})
+    assert driver.agent_logs().splitlines()[1] == (
+        "dtle-dst's DTLE log (last 5 lines): (no log: RuntimeError: dtle-dst not running)"
+    )
