@@ -22,6 +22,7 @@ from .faults import FaultManager
 from .lag import LagRecorder
 from .load import LoadGenerator
 from .openapi import OPEN_PATHS
+from .problems import Problems
 from .results import Run
 from .scenarios.runner import ScenarioRun
 from .shaping import backends
@@ -39,6 +40,7 @@ class Lab:
     source: Endpoint
     target: Endpoint
     events: Events
+    problems: Problems = field(default_factory=Problems)  # what a person must repair, on /api/health
     runs: dict[str, ScenarioRun] = field(default_factory=dict)  # scenario runs by id
     run: Run | None = None  # the controller's own live results folder
     recorder: LagRecorder | None = None

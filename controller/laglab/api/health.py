@@ -1,4 +1,5 @@
-"""GET /api/health: is the controller up, and is the lag recorder running. GET /metrics: Prometheus."""
+"""GET /api/health: is the controller up, is the lag recorder running, and what must a person repair
+(`problems`, each with its command). GET /metrics: Prometheus."""
 
 from flask import Blueprint, Response, current_app
 
@@ -16,6 +17,7 @@ def health():
     latest = recorder.samples[-1] if recorder and recorder.samples else None
     return {
         "status": "ok",
+        "problems": lab.problems.current(),
         "flavor_setting": lab.settings.DB_FLAVOR,
         "run": lab.run.path.name if lab.run else None,
         "shaping": None

@@ -195,8 +195,16 @@ class LagWindow(Out):
     samples: list[LagSample]
 
 
+class LabProblem(Out):
+    problem: str = Field(description="what is wrong, as a short key (e.g. dtle-hand-back)")
+    message: str
+    repair: str = Field(description="the one command that repairs it")
+    since: float = Field(description="epoch seconds")
+
+
 class Health(Out):
     status: Literal["ok"]
+    problems: list[LabProblem] = Field(description="what a person must repair now (empty: nothing)")
     flavor_setting: str
     run: str | None
     shaping: dict | None

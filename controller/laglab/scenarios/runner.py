@@ -75,6 +75,7 @@ class ScenarioRun:
         self.replicators: dict = {}  # kind -> the replicator driving it, in the order first used
         self.replicator = None  # the kind of the point running (or last run)
         self.identical: bool | None = None  # the consistency check's verdict, once it ran
+        self.cleanup_errors: list[dict] = []  # {step, error, repair?}: a cleanup step that failed
 
     # --- status ---
     def as_json(self) -> dict:
@@ -94,6 +95,7 @@ class ScenarioRun:
             "results": f"results/{self.id}",
             "summary": self.summary,
             "identical": self.identical,
+            "cleanup_errors": self.cleanup_errors,
         }
 
     def start(self) -> None:
@@ -151,6 +153,8 @@ class ScenarioRun:
             for feed, fn in feeds:
                 feed.unsubscribe(fn)
             self._cleanup()
+            if self.status == "failed" and consistency_report is None and not self.cleanup_errors:
+                consistency_report = self._consistency_after_failure()
             self.finished = time.time()
             self.run.write_json("summary.json", self._summary_doc(consistency_report))
             for series in (self._load_series, self._lag_series, self._link_series, self._event_series):
@@ -198,6 +202,7 @@ class ScenarioRun:
             "sweep": self.plan.sweep,
             "link_between": list(self.plan.scenario.link.between),
             "points": self.summary,
+            "cleanup_errors": self.cleanup_errors,
             "consistency": None
             if consistency_report is None
             else {
@@ -308,7 +313,38 @@ class ScenarioRun:
                 step()
             except Exception as error:
                 log.error("cleanup step failed: %s", error)
-                self.reason = self.reason or f"cleanup: {error}"
+                self._cleanup_failed(step, error)
+
+    def _cleanup_failed(self, step, error: Exception) -> None:
+        """A cleanup step that failed is in the run's result and its reason (a completed run whose
+        cleanup failed is `failed`: the lab is not as the run found it), and on /api/health with its
+        repair when the error names one."""
+        name = getattr(step, "__qualname__", str(step))
+        entry = {"step": name, "error": f"{type(error).__name__}: {error}"}
+        repair = getattr(error, "repair", None)
+        if repair:
+            entry["repair"] = repair
+            self.lab.problems.add(
+                getattr(error, "problem", name), f"run {self.id}: {error}", repair, getattr(error, "repaired", None)
+            )
+        self.cleanup_errors.append(entry)
+        if self.status == "completed":
+            self.status = "failed"
+        reason = f"cleanup: {entry['error']}"
+        self.reason = reason if not self.reason else f"{self.reason}; {reason}"
+
+    def _consistency_after_failure(self) -> dict | None:
+        """A run that failed in a point still says whether anything was lost, once its cleanup has handed
+        replication back (the check needs the lab's default replication running)."""
+        self.step = "consistency check (after the failure)"
+        try:
+            report = self._consistency()
+        except Exception as error:
+            log.error("consistency check after the failure of %s: %s", self.id, error)
+            self.reason = f"{self.reason}; consistency check: {type(error).__name__}: {error}"
+            return None
+        self.identical = bool(report.get("identical"))
+        return report
 
     def _stop_timeline(self) -> None:
         """An interrupted point's timeline: undo its partitions, faults and shaping still in force."""

@@ -9,6 +9,7 @@ import pytest
 
 import laglab.scenarios.runner as runner
 from laglab.app import create_app, shutdown
+from laglab.problems import Problems
 from laglab.results import Fanout
 from laglab.scenarios.runner import ScenarioRun
 from laglab.scenarios.spec import load_text
@@ -32,6 +33,7 @@ class FakeLab:
     def __init__(self, shaping):
         self.shaping, self.load, self.counters, self.events = shaping, FakeLoad(), None, None
         self.clusters = None
+        self.problems = Problems()
         self.source = self.target = None
         self.recorder = type("R", (), {"feed": Fanout("lag")})()
 
@@ -96,6 +98,8 @@ def test_a_failure_keeps_its_reason_and_cleanup_still_runs(tmp_path):
     run.wait(10)
     assert (run.status, run.reason) == ("failed", "RuntimeError: the replica did not catch up within 300s")
     assert lab.shaping.cleared == 1 and restored == ["native"]
+    # The run still says whether anything was lost, once cleanup handed replication back.
+    assert run.identical is True and summary(run)["consistency"]["identical"] is True
 
 
 def test_a_failing_cleanup_step_is_reported_and_the_others_run(tmp_path):
@@ -105,8 +109,50 @@ def test_a_failing_cleanup_step_is_reported_and_the_others_run(tmp_path):
     run._check = lambda step: None
     run.start()
     run.wait(10)
-    assert run.status == "completed" and run.reason == "cleanup: tc: no such device"
+    # The lab is not as the run found it: the run failed, and says which step and why.
+    assert run.status == "failed" and run.reason == "cleanup: RuntimeError: tc: no such device"
+    assert run.cleanup_errors == [{"step": "FakeShaping.clear", "error": "RuntimeError: tc: no such device"}]
+    assert (
+        summary(run)["cleanup_errors"] == run.cleanup_errors and run.as_json()["cleanup_errors"] == run.cleanup_errors
+    )
     assert restored == ["native"]
+
+
+class HandBackFailed(RuntimeError):
+    problem, repair = "dtle-hand-back", "make up PROFILE=dtle"
+
+    def __init__(self, message, repaired):
+        super().__init__(message)
+        self.repaired = repaired
+
+
+def test_a_failed_hand_back_is_in_the_result_and_on_health_until_repaired(tmp_path):
+    """Seen: the hand-back's failure was only in the controller's log; the run showed its first reason."""
+    fixed = []
+
+    def point(p):
+        raise RuntimeError("DTLE did not catch up within 300s")
+
+    run, lab, _restored = make_run(tmp_path, point)
+
+    def restore():
+        raise HandBackFailed("DTLE did not record the source's transactions within 300s", lambda: bool(fixed))
+
+    run.replicator.restore = restore
+    run.start()
+    run.wait(10)
+    assert run.status == "failed"
+    assert run.reason == (
+        "RuntimeError: DTLE did not catch up within 300s; "
+        "cleanup: HandBackFailed: DTLE did not record the source's transactions within 300s"
+    )
+    assert summary(run)["cleanup_errors"][0]["repair"] == "make up PROFILE=dtle"
+    assert summary(run)["consistency"] is None  # no check on a lab whose replication was not handed back
+    [problem] = lab.problems.current()
+    assert problem["problem"] == "dtle-hand-back" and problem["repair"] == "make up PROFILE=dtle"
+    assert problem["message"].startswith(f"run {run.id}: DTLE did not record")
+    fixed.append(True)  # `make up` resumed native replication
+    assert lab.problems.current() == []
 
 
 @pytest.fixture
