@@ -127,10 +127,13 @@ def verify_link(body: models.VerifyBody):
     }
     measured = {"rtt": verify.measure_rtt(m.executor, src.pid, dst.ip, body.count)}
     if body.throughput:
+        side: dict = {}
         for key, reverse in (("forward_mbit", False), ("reverse_mbit", True)):
             measured[key] = verify.measure_throughput(
-                m.executor, src.pid, dst.pid, dst.ip, body.seconds, reverse, body.streams
+                m.executor, src.pid, dst.pid, dst.ip, body.seconds, reverse, body.streams, side=side
             )
+        # What else `from` sent to `to` meanwhile: it shares a shaped rate with iperf3.
+        measured["forward_other_mbit"] = side.get("other_mbit")
     return {
         "from": src.service,
         "to": dst.service,

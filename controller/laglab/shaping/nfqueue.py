@@ -100,9 +100,13 @@ def config_messages(queue: int, maxlen: int) -> list[bytes]:
     ]
 
 
-def parse_packets(data: bytes):
+GONE = (errno.ENOENT,)  # a verdict for a packet the kernel no longer queues (see Worker.receive)
+
+
+def parse_packets(data: bytes, tolerate: tuple[int, ...] = ()):
     """Yields (packet_id, source address, payload) for each queued packet in a netlink datagram (the
-    payload is the IPv4 header only, or the whole packet when the queue copies whole packets)."""
+    payload is the IPv4 header only, or the whole packet when the queue copies whole packets). An error
+    message raises, unless its code is in `tolerate`."""
     offset = 0
     while offset + 16 <= len(data):
         length, kind, _flags, _seq, _pid = struct.unpack_from("=IHHII", data, offset)
@@ -110,7 +114,7 @@ def parse_packets(data: bytes):
             break
         if kind == NLMSG_ERROR:
             code = -struct.unpack_from("=i", data, offset + 16)[0]
-            if code:
+            if code and code not in tolerate:
                 raise OSError(code, f"nfnetlink_queue: {os.strerror(code)}")
         elif kind == (NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_PACKET:
             packet_id, source, payload = None, None, b""
@@ -317,7 +321,10 @@ class Worker:
                 if error.errno == errno.ENOBUFS:
                     continue
                 raise
-            for packet_id, source, payload in parse_packets(data):
+            # ENOENT answers a verdict on a packet the kernel dropped from the queue itself: its sender's
+            # interface went away (a shaped container died while we held its packets). Not a reason to
+            # stop shaping every other sender to this receiver (it printed a traceback and the worker died).
+            for packet_id, source, payload in parse_packets(data, tolerate=GONE):
                 rule = self.rules.get(source) or self.rules.get("*")
                 if rule is None:
                     out.append(verdict(self.queue, packet_id, NF_ACCEPT))

@@ -9,7 +9,7 @@ import re
 import statistics
 import time
 
-from ..executor import Executor
+from ..executor import CommandError, Executor
 from ..stats import percentile
 
 
@@ -37,19 +37,53 @@ def measure_rtt(executor: Executor, from_pid: int, to_ip: str, count: int) -> di
     return ping_stats(out)
 
 
+IPERF_PORT = 5201
+SIDE_CHAIN = "LAGLAB_VERIFY"
+
+
+def side_traffic_rules(to_ip: str) -> str:
+    """A counting-only chain for the sender's OUTPUT: everything it sends to `to_ip`, and of that what goes
+    to iperf3's port. What is left is the link's other traffic during the measurement (the replicator's
+    own, e.g. DTLE's NATS messages between its agents), which shares the shaped rate with iperf3."""
+    return (
+        f"*filter\n:{SIDE_CHAIN} - [0:0]\n-A {SIDE_CHAIN} -d {to_ip}/32 -p tcp --dport {IPERF_PORT}\n"
+        f"-A {SIDE_CHAIN} -d {to_ip}/32\nCOMMIT\n"
+    )
+
+
+def parse_side_traffic(text: str) -> tuple[int, int] | None:
+    """`iptables -L LAGLAB_VERIFY -n -v -x -Z` -> (iperf3 bytes, all bytes), or None if unreadable."""
+    counts = [
+        int(f[1])
+        for f in (line.split() for line in text.splitlines())
+        if len(f) >= 2 and f[0].isdigit() and f[1].isdigit()
+    ]
+    return (counts[0], counts[1]) if len(counts) == 2 else None
+
+
 def measure_throughput(
-    executor: Executor, from_pid: int, to_pid: int, to_ip: str, seconds: int, reverse: bool, streams: int = 1
+    executor: Executor,
+    from_pid: int,
+    to_pid: int,
+    to_ip: str,
+    seconds: int,
+    reverse: bool,
+    streams: int = 1,
+    side: dict | None = None,
 ) -> float | None:
-    """Mbit/s received, from -> to (reverse: to -> from), over `streams` parallel TCP streams."""
-    server = executor.spawn(["iperf3", "-s", "-1", "-p", "5201"], to_pid)
+    """Mbit/s received, from -> to (reverse: to -> from), over `streams` parallel TCP streams. `side`
+    (forward only): filled with `other_mbit`, the rest of the traffic from -> to during the measurement."""
+    server = executor.spawn(["iperf3", "-s", "-1", "-p", str(IPERF_PORT)], to_pid)
+    counting = side is not None and not reverse and _count_side_traffic(executor, from_pid, to_ip)
+    started = time.monotonic()
     try:
-        _wait_listening(executor, to_pid, 5201)
+        _wait_listening(executor, to_pid, IPERF_PORT)
         argv = [
             "iperf3",
             "-c",
             to_ip,
             "-p",
-            "5201",
+            str(IPERF_PORT),
             "-t",
             str(seconds),
             "-P",
@@ -61,14 +95,45 @@ def measure_throughput(
             *(["-R"] if reverse else []),
         ]
         out = executor.run(argv, netns_pid=from_pid, check=False, timeout=seconds + 31)
+        if counting:
+            side.update(_side_traffic(executor, from_pid, time.monotonic() - started))
         try:
             return round(json.loads(out)["end"]["sum_received"]["bits_per_second"] / 1e6, 3)
         except (ValueError, KeyError):
             return None
     finally:
+        if counting:
+            _uncount_side_traffic(executor, from_pid)
         if server is not None:
             server.kill()
             server.wait(timeout=5)
+
+
+def _count_side_traffic(executor: Executor, pid: int, to_ip: str) -> bool:
+    """Counting is a diagnosis: where iptables refuses, the measurement goes on without it."""
+    _uncount_side_traffic(executor, pid)
+    try:
+        executor.run(["iptables-restore", "--noflush"], netns_pid=pid, stdin=side_traffic_rules(to_ip))
+        executor.run(["iptables", "-I", "OUTPUT", "1", "-j", SIDE_CHAIN], netns_pid=pid)
+    except CommandError:
+        return False
+    return True
+
+
+def _side_traffic(executor: Executor, pid: int, elapsed: float) -> dict:
+    counts = parse_side_traffic(
+        executor.run(["iptables", "-L", SIDE_CHAIN, "-n", "-v", "-x"], netns_pid=pid, check=False) or ""
+    )
+    if counts is None or elapsed <= 0:
+        return {"other_mbit": None}
+    iperf, everything = counts
+    return {"other_mbit": round(max(0, everything - iperf) * 8 / 1e6 / elapsed, 3)}
+
+
+def _uncount_side_traffic(executor: Executor, pid: int) -> None:
+    executor.run(["iptables", "-D", "OUTPUT", "-j", SIDE_CHAIN], netns_pid=pid, check=False)
+    executor.run(["iptables", "-F", SIDE_CHAIN], netns_pid=pid, check=False)
+    executor.run(["iptables", "-X", SIDE_CHAIN], netns_pid=pid, check=False)
 
 
 def _wait_listening(executor: Executor, pid: int, port: int, timeout: float = 5.0) -> None:

@@ -19,6 +19,29 @@ def test_parse_two_packets_in_one_datagram():
     assert [(i, source) for i, source, _ in nfqueue.parse_packets(data)] == [(7, "10.0.0.2"), (8, "10.0.0.9")]
 
 
+def error_message(code: int) -> bytes:
+    """What the kernel answers a verdict on a packet id it no longer holds: NLMSG_ERROR with -code
+    (nfqnl_recv_verdict: `entry = find_dequeue_entry(...); if (entry == NULL) return -ENOENT`)."""
+    body = struct.pack("=i", -code) + nfqueue.nlmsg(nfqueue.NFQNL_MSG_VERDICT, 0, b"")[:16]
+    return struct.pack("=IHHII", 16 + len(body), nfqueue.NLMSG_ERROR, 0, 0, 0) + body
+
+
+def test_a_verdict_on_a_packet_the_kernel_dropped_is_not_fatal_other_errors_are():
+    """Seen: a shaped container died while its packets were held; the kernel dropped them from the queue
+    and answered the worker's verdicts with ENOENT; the worker died with a traceback, and with it the
+    shaping of every other sender to that receiver."""
+    import errno
+
+    import pytest
+
+    data = error_message(errno.ENOENT) + packet_message(9, "10.0.0.2")
+    assert [i for i, _, _ in nfqueue.parse_packets(data, tolerate=nfqueue.GONE)] == [9]
+    with pytest.raises(FileNotFoundError, match="nfnetlink_queue: No such file or directory"):
+        list(nfqueue.parse_packets(data))  # configuration messages: an error is an error
+    with pytest.raises(OSError, match="Operation not permitted"):
+        list(nfqueue.parse_packets(error_message(errno.EPERM), tolerate=nfqueue.GONE))
+
+
 def test_verdict_message_layout():
     message = nfqueue.verdict(0, 7, nfqueue.NF_ACCEPT)
     length, kind, _flags = struct.unpack_from("=IHH", message)
