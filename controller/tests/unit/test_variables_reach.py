@@ -48,3 +48,13 @@ def test_every_documented_variable_reaches_compose():
 
 def test_the_controller_image_sees_the_semi_sync_timeout():
     assert compose()["x-controller-env"]["SEMI_SYNC_TIMEOUT_MS"] == "${SEMI_SYNC_TIMEOUT_MS:-10000}"
+
+
+def test_every_image_compose_names_is_in_env_example():
+    """`.env.example` lacked DTLE_IMAGE and CONSUL_IMAGE: a user could not see how to pin them."""
+    names = set(re.findall(r"\$\{(\w+_IMAGE):-", (ROOT / "compose.yaml").read_text()))
+    names -= {"RESOLVED_MYSQL_IMAGE", "RESOLVED_MARIADB_IMAGE", "RESOLVED_BASE_IMAGE", "RESOLVED_PROMETHEUS_IMAGE"}
+    names -= {"DB_IMAGE"}  # set by make up from DB_FLAVOR and MYSQL_IMAGE / MARIADB_IMAGE
+    documented = set(re.findall(r"^(\w+_IMAGE)=", (ROOT / ".env.example").read_text(), re.M))
+    assert {"DTLE_IMAGE", "CONSUL_IMAGE"} <= names
+    assert names - documented == set()
