@@ -180,12 +180,14 @@ class Rule:
         "last",
         "loss",
         "reorder",
+        "spec",
     )  # fmt: skip
 
     def __init__(
         self, delay=0.0, jitter=0.0, loss=0.0, distribution="uniform", correlation=0.0, reorder=0.0, gemodel=None,
         duplicate=0.0, corrupt=0.0, gap=0,
     ):  # fmt: skip
+        self.spec = (delay, jitter, loss, distribution, correlation, reorder, gemodel, duplicate, corrupt, gap)
         self.delay, self.jitter, self.loss = float(delay), float(jitter), float(loss)
         self.distribution = distribution or "uniform"
         self.correlation, self.reorder = float(correlation), float(reorder)
@@ -303,7 +305,15 @@ class Worker:
             self.sock.setblocking(False)
 
     def set_rules(self, spec: dict) -> None:
-        self.rules = {source: Rule(**values) for source, values in spec.items()}
+        """A source whose values did not change keeps its Rule, and with it the state of its draws (the
+        Gilbert-Elliott chain's state, the correlated draws' last values, reorder's gap counter): a change
+        on one link reset every link's state before."""
+        rules = {}
+        for source, values in spec.items():
+            fresh = Rule(**values)
+            old = self.rules.get(source)
+            rules[source] = old if old is not None and old.spec == fresh.spec else fresh
+        self.rules = rules
         whole = any(rule.whole for rule in self.rules.values())
         if whole != self.whole:
             self.whole = whole

@@ -112,6 +112,7 @@ class UserspaceBackend:
     def __init__(self, python: str = "python"):
         self.python = python
         self.workers: dict[str, tuple[int, subprocess.Popen]] = {}  # receiver -> (queue, worker)
+        self.sent: dict[str, str] = {}  # receiver -> the rules its worker has (only a change is sent)
         self.containers = None
         self.project = "laglab"
         self.fragments: dict[str, list[str]] = {}  # receiver -> its rules in the chain
@@ -283,9 +284,12 @@ class UserspaceBackend:
     def _ensure_worker(self, executor: Executor, service: str, bridge: Bridge, queue: int, rules: str) -> None:
         current = self.workers.get(service)
         if current and current[0] == queue and current[1] is not None and current[1].poll() is None:
+            if self.sent.get(service) == rules:
+                return  # nothing changed for this receiver: its worker (and its links' state) is left alone
             try:
                 current[1].stdin.write(rules + "\n")
                 current[1].stdin.flush()
+                self.sent[service] = rules
                 return
             except (BrokenPipeError, OSError):
                 pass
@@ -296,6 +300,7 @@ class UserspaceBackend:
             talks=True,
         )
         self.workers[service] = (queue, proc)
+        self.sent[service] = rules
         try:
             _wait_ready(proc, self.READY_TIMEOUT)
         except OSError:
@@ -303,6 +308,7 @@ class UserspaceBackend:
             raise
 
     def _stop_worker(self, service: str) -> None:
+        self.sent.pop(service, None)
         current = self.workers.pop(service, None)
         if not current or current[1] is None:
             return

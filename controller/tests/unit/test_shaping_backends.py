@@ -220,3 +220,35 @@ def test_shaping_imports_without_the_controllers_web_stack():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).parents[2])
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_a_change_on_one_link_sends_nothing_to_the_other_receivers_workers(tmp_path):
+    """Issue #22: every PUT rebuilt the rules of every worker, resetting every link's Gilbert-Elliott
+    and correlation state. Only a worker whose rules changed gets a message."""
+    from laglab.shaping.params import parse_request
+
+    from .test_manager import manager
+
+    m = manager(backends.UserspaceBackend(), tmp_path)
+    m.put("mysql-source", parse_request({"gemodel": {"p": "5%", "r": "30%"}, "peer": "mysql-target"}))
+    m.put("mysql-target", parse_request({"delay": "5ms", "peer": "mysql-source"}))
+    target = m.backend.workers["mysql-target"][1].stdin
+    before = target.getvalue()
+    m.put("mysql-target", parse_request({"delay": "9ms", "peer": "mysql-source"}))  # another receiver's link
+    assert target.getvalue() == before, "the mysql-target worker was not written to"
+    assert '"delay": 0.009' in m.backend.workers["mysql-source"][1].stdin.getvalue()
+
+
+def test_a_worker_keeps_the_state_of_the_rules_that_did_not_change():
+    from laglab.shaping import nfqueue
+
+    worker = nfqueue.Worker(1, connect=False)
+    ge = {"gemodel": [0.05, 0.3, 1.0, 0.0], "correlation": 0.0}
+    worker.set_rules({"10.0.0.2": ge, "10.0.0.4": {"delay": 0.005}})
+    kept = worker.rules["10.0.0.2"]
+    kept.bad = True  # the chain is in its bad state
+    worker.set_rules({"10.0.0.2": ge, "10.0.0.4": {"delay": 0.009}})
+    assert worker.rules["10.0.0.2"] is kept and kept.bad
+    assert worker.rules["10.0.0.4"].delay == 0.009
+    worker.set_rules({"10.0.0.2": {**ge, "gemodel": [0.1, 0.3, 1.0, 0.0]}})
+    assert worker.rules["10.0.0.2"] is not kept and worker.rules["10.0.0.2"].bad is False
