@@ -22,6 +22,7 @@ from .config import ConfigError
 def serve() -> int:
     from waitress import serve as waitress_serve
 
+    from .api.parts import lab_of
     from .app import create_app, shutdown
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -32,7 +33,7 @@ def serve() -> int:
         return 2
     import signal
 
-    lab = app.extensions["laglab"]
+    lab = lab_of(app)
 
     def _stop(signum, frame):
         shutdown(app, clear_kernel=lab.settings.CLEAR_SHAPING_ON_EXIT != "0")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hmac
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,7 +12,8 @@ from pathlib import Path
 from flask import Flask, request
 
 from . import config, errors
-from .api import BLUEPRINTS
+from .api import BLUEPRINTS, parts
+from .api.parts import lab_of
 from .cluster_lag import ClusterWatch
 from .containers import Containers
 from .counters import Counters
@@ -42,6 +44,7 @@ class Lab:
     events: Events
     problems: Problems = field(default_factory=Problems)  # what a person must repair, on /api/health
     runs: dict[str, ScenarioRun] = field(default_factory=dict)  # scenario runs by id
+    runs_lock: threading.Lock = field(default_factory=threading.Lock)  # one run at a time, checked and started as one
     run: Run | None = None  # the controller's own live results folder
     recorder: LagRecorder | None = None
     containers: Containers | None = None
@@ -78,6 +81,7 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
         lab.recorder.start()
     if app.config["START_SHAPING"]:
         containers = lab.containers = Containers(settings.COMPOSE_PROJECT_NAME)
+        containers.watch()  # the list kept current from Docker's events: a live change lists nothing
         executor = lab.executor = Executor(owns=containers.owns)
         lab.netem_available = netem_available(executor)
         backend = choose_backend(settings.SHAPING_BACKEND, lab.netem_available)
@@ -95,7 +99,7 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
 
             lab.clusters = ClusterWatch(lab, CLUSTERS, lab.recorder.interval, settings.LAG_WINDOW_SECONDS)
             lab.clusters.start()
-    app.extensions["laglab"] = lab
+    app.extensions[parts.KEY] = lab
 
     allowed_hosts = {"127.0.0.1", "localhost", "::1", "controller", settings.CONTROLLER_BIND}
     allowed_hosts |= set(filter(None, settings.CONTROLLER_HOSTS.split(",")))
@@ -164,8 +168,8 @@ def shutdown(app: Flask, clear_kernel: bool, run_grace: float = 20.0) -> None:
     """A stopping controller (SIGTERM): runs in progress are interrupted and their cleanup runs
     (load stopped, shaping cleared, replicator options restored, status `interrupted`), then the
     recorders and shaping stop."""
-    lab = app.extensions["laglab"]
-    active = [r for r in lab.runs.values() if r.status in ("pending", "running")]
+    lab = lab_of(app)
+    active = [r for r in lab.runs.values() if r.busy]
     for run in active:
         run.cancel("the controller is stopping")
     deadline = time.monotonic() + run_grace
@@ -184,5 +188,7 @@ def shutdown(app: Flask, clear_kernel: bool, run_grace: float = 20.0) -> None:
         lab.clusters.stop()
     if lab.shaping:
         lab.shaping.stop(clear_kernel=clear_kernel)
+    if lab.containers:
+        lab.containers.unwatch()
     if lab.recorder:
         lab.recorder.stop()

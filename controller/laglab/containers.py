@@ -7,11 +7,14 @@ address on the lab network. Anything without the project's label does not exist 
 from __future__ import annotations
 
 import io
+import logging
 import os
 import tarfile
+import threading
 import time
 from dataclasses import dataclass
 
+log = logging.getLogger("laglab.containers")
 PROJECT_LABEL = "com.docker.compose.project"
 SERVICE_LABEL = "com.docker.compose.service"
 SHAPED_LABEL = "laglab.shaped"  # "never": the measuring apparatus and set-up jobs (compose.yaml)
@@ -57,6 +60,13 @@ class Containers:
         self._processes: dict[str, tuple[str, int, bool, int]] = {}  # id -> (state, PID, running, start time)
         self._bridge: Bridge | None = None
         self._cache: tuple[float, dict] | None = None  # (monotonic time, the last list)
+        # Kept current from Docker's event stream (watch()): while it runs, a list stays good until an
+        # event of this project's containers says something changed.
+        self._generation = 0  # events seen
+        self._listed_at: int | None = None  # the generation the last list was read at
+        self._watching = False
+        self._stop_watching = threading.Event()
+        self._stream = None
 
     @property
     def client(self):
@@ -75,8 +85,11 @@ class Containers:
         longer shows as its process (docker-py's full list inspected every container, exited set-up
         jobs included, every time: the costliest thing the controller did at a 10 ms heartbeat)."""
         cached = self._cache
+        if cached is not None and self._watching and self._listed_at == self._generation:
+            return dict(cached[1])  # no event since: what Docker would answer
         if max_age and cached is not None and time.monotonic() - cached[0] <= max_age:
             return dict(cached[1])
+        generation = self._generation  # an event while listing makes this list stale at once
         found: dict[str, LabContainer] = {}
         seen: set[str] = set()
         for summary in self.client.api.containers(all=True, filters={"label": f"{PROJECT_LABEL}={self.project}"}):
@@ -103,7 +116,42 @@ class Containers:
         self._processes = {k: v for k, v in self._processes.items() if k in seen}
         self._ids_by_pid = {c.pid: c.id for c in found.values() if c.running and c.pid > 1}
         self._cache = (time.monotonic(), dict(found))
+        self._listed_at = generation
         return found
+
+    # Events that change what list() answers: a container's existence, state, PID or address.
+    EVENTS = ("create", "start", "restart", "die", "kill", "stop", "pause", "unpause", "destroy", "rename", "oom")
+
+    def watch(self) -> None:
+        """Follow Docker's event stream in a thread (a live change then lists nothing: the list is in
+        memory). Healthchecks' exec events are filtered out by the daemon. A broken stream falls back
+        to listing on every call until it is followed again."""
+        self._stop_watching.clear()
+        threading.Thread(target=self._follow, name="container-events", daemon=True).start()
+
+    def unwatch(self) -> None:
+        self._stop_watching.set()
+        self._watching = False
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            try:
+                stream.close()
+            except Exception:  # closing a broken stream: nothing left to do
+                log.debug("closing the event stream failed", exc_info=True)
+
+    def _follow(self) -> None:
+        filters = {"type": "container", "label": f"{PROJECT_LABEL}={self.project}", "event": list(self.EVENTS)}
+        while not self._stop_watching.is_set():
+            try:
+                self._stream = self.client.events(decode=True, filters=filters)
+                self._generation += 1  # whatever happened before the stream: list again once
+                self._watching = True
+                for _event in self._stream:
+                    self._generation += 1
+            except Exception as error:  # the daemon restarted, the socket closed
+                log.warning("container events: %s; listing on every call until they come back", error)
+            self._watching = False
+            self._stop_watching.wait(1.0)
 
     def _process(self, container_id: str, state: str) -> tuple[int, bool]:
         """(PID, running) of a container Docker lists as running, paused or restarting: what its last

@@ -5,23 +5,58 @@ the kernel suite runs shaping inside User-mode Linux, whose root has no Flask.""
 
 from __future__ import annotations
 
+import enum
 import logging
 
 log = logging.getLogger("laglab")
 
 
-class LabError(Exception):
-    """Something the lab refuses or cannot do, with the HTTP status that says so and a message that
-    starts with the field it is about. The API answers every one in the one error shape."""
+class Kind(enum.Enum):
+    """What went wrong, in the lab's words. Domain code says which; only this module says which HTTP
+    status answers it (STATUS)."""
 
-    def __init__(self, status: int, message: str):
+    MALFORMED = "malformed"  # not of the form the document describes (type, units, pattern)
+    NOT_FOUND = "not found"  # no such service, fault, run, partition
+    CONFLICT = "conflict"  # the lab's state does not allow it now (not running, in progress, the apparatus)
+    INVALID = "invalid"  # well-formed, but out of range or against a rule across fields
+    FAILED = "failed"  # a call the lab made (Docker, tc, iptables) failed
+    UNAVAILABLE = "unavailable"  # a part of the lab this needs is not running in this controller
+    TIMED_OUT = "timed out"  # it did not take effect in time
+
+
+STATUS = {
+    Kind.MALFORMED: 400,
+    Kind.NOT_FOUND: 404,
+    Kind.CONFLICT: 409,
+    Kind.INVALID: 422,
+    Kind.FAILED: 502,
+    Kind.UNAVAILABLE: 503,
+    Kind.TIMED_OUT: 504,
+}
+KIND_OF_STATUS = {status: kind for kind, status in STATUS.items()}
+
+
+class LabError(Exception):
+    """Something the lab refuses or cannot do: its kind, and a message that starts with the field it is
+    about. The API answers every one in the one error shape, with the status STATUS gives its kind."""
+
+    def __init__(self, kind: Kind, message: str):
         super().__init__(message)
-        self.status = status
+        self.kind = kind
         self.message = message
 
 
 class ApiError(LabError):
-    """Raised by the API layer itself (a request it refuses before any part of the lab is asked)."""
+    """Raised by the API layer itself (a request it refuses before any part of the lab is asked): the
+    one place besides STATUS where an HTTP status is written."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(KIND_OF_STATUS.get(status, Kind.FAILED), message)
+        self.status = status
+
+
+def status_of(error: LabError) -> int:
+    return error.status if isinstance(error, ApiError) else STATUS[error.kind]
 
 
 def bad_request(field: str, message: str) -> ApiError:
@@ -43,7 +78,7 @@ def init_app(app) -> None:
 
     @app.errorhandler(LabError)
     def _api_error(error: LabError):
-        return error_response(error.status, error.message)
+        return error_response(status_of(error), error.message)
 
     @app.errorhandler(HTTPException)
     def _http_error(error: HTTPException):

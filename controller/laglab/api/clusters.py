@@ -1,17 +1,17 @@
 """GET /api/clusters: the three-node clusters of the group-replication and galera profiles."""
 
-from flask import Blueprint, current_app
+from flask import Blueprint
 
 from ..errors import ApiError
 from ..openapi import operation
 from ..replicators import CLUSTERS
-from . import models
+from . import models, parts
 
 bp = Blueprint("clusters", __name__)
 
 
 def _running(kind) -> bool:
-    lab = current_app.extensions["laglab"]
+    lab = parts.lab()
     if lab.containers is None:
         return True  # no Docker API (unit tests): ask the nodes themselves
     present = lab.containers.list()
@@ -24,7 +24,7 @@ def _running(kind) -> bool:
     ok=(200, models.Clusters),
 )  # fmt: skip
 def index():
-    lab = current_app.extensions["laglab"]
+    lab = parts.lab()
     out = {}
     for name, kind in CLUSTERS.items():
         out[name] = kind.status(kind.endpoints(lab.settings)) if _running(kind) else None
@@ -37,7 +37,7 @@ def index():
     path_params={"name": {"type": "string"}}, ok=(200, models.Cluster), errors=(404, 409),
 )  # fmt: skip
 def one(name: str):
-    lab = current_app.extensions["laglab"]
+    lab = parts.lab()
     kind = CLUSTERS.get(name)
     if kind is None:
         raise ApiError(404, f"cluster: {name[:64]!r} is not a cluster of this lab (known: {', '.join(CLUSTERS)})")

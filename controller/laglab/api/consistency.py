@@ -3,12 +3,12 @@
 import logging
 
 import pymysql
-from flask import Blueprint, current_app
+from flask import Blueprint
 
 from .. import consistency
 from ..errors import ApiError
 from ..openapi import operation
-from . import models
+from . import models, parts
 
 bp = Blueprint("consistency", __name__)
 log = logging.getLogger("laglab")
@@ -19,7 +19,7 @@ log = logging.getLogger("laglab")
     query=models.ConsistencyQuery, ok=(200, models.Consistency), errors=(503,),
 )  # fmt: skip
 def check(query: models.ConsistencyQuery):
-    lab = current_app.extensions["laglab"]
+    lab = parts.lab()
     try:
         return consistency.check(lab.source, lab.target, timeout=query.timeout)
     except pymysql.MySQLError as error:

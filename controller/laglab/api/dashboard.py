@@ -8,7 +8,7 @@ from flask import Blueprint, current_app, send_from_directory
 from ..errors import ApiError
 from ..load import LoadBusy, Profile
 from ..openapi import operation
-from . import models
+from . import models, parts
 
 bp = Blueprint("dashboard", __name__, static_folder="../static", static_url_path="/static")
 
@@ -23,14 +23,11 @@ def index():
     query=models.EventsQuery, ok=(200, models.Events),
 )  # fmt: skip
 def events(query: models.EventsQuery):
-    return {"events": current_app.extensions["laglab"].events.since(query.since)}
+    return {"events": parts.lab().events.since(query.since)}
 
 
 def generator():
-    load = current_app.extensions["laglab"].load
-    if load is None:
-        raise ApiError(503, "the load panel needs the Docker API, which this controller does not use")
-    return load
+    return parts.load()
 
 
 @operation(
@@ -53,7 +50,7 @@ def load_start(body: models.LoadBody):
             409, f"load: scenario run {run.id} is using the load generator; wait for it or DELETE /api/runs/{run.id}"
         )
     profile = Profile(body.script, body.tables, body.rows, body.threads, body.rate)
-    lab = current_app.extensions["laglab"]
+    lab = parts.lab()
     try:
         if load.running:
             raise LoadBusy(load.owner or "?")
@@ -70,8 +67,8 @@ def load_start(body: models.LoadBody):
 
 def active_run():
     """The scenario run in progress, if any: it owns the load generator while it runs."""
-    runs = current_app.extensions["laglab"].runs
-    return next((r for r in runs.values() if r.status in ("pending", "running")), None)
+    runs = parts.lab().runs
+    return next((r for r in runs.values() if r.busy), None)
 
 
 @operation(
@@ -84,7 +81,7 @@ def load_stop():
         raise ApiError(409, f"load: it belongs to scenario run {load.owner}; DELETE /api/runs/{load.owner} instead")
     if load.running:
         load.stop()
-        current_app.extensions["laglab"].events.add("load", "load stopped")
+        parts.lab().events.add("load", "load stopped")
     return load.status(), 202
 
 

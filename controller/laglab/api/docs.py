@@ -1,12 +1,13 @@
 """GET /api/openapi.json: the OpenAPI document of this API."""
 
-from flask import Blueprint, current_app
+from flask import Blueprint
 
 from ..openapi import document, operation
+from . import parts
 
 bp = Blueprint("docs", __name__)
 
 
 @operation(bp, "GET", "/api/openapi.json", "This document (OpenAPI 3.1)", ok=(200, "application/json"))
 def openapi():
-    return document(token_required=bool(str(current_app.extensions["laglab"].settings.LAB_API_TOKEN)))
+    return document(token_required=bool(str(parts.lab().settings.LAB_API_TOKEN)))

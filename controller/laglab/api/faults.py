@@ -1,12 +1,11 @@
 """Faults and partitions: POST/GET /api/faults, DELETE /api/faults/<id> (undo now);
 POST/GET /api/partitions, DELETE /api/partitions[/<id>] (heal)."""
 
-from flask import Blueprint, current_app
+from flask import Blueprint
 
-from ..errors import ApiError
 from ..openapi import operation
-from ..shaping.params import ParamError, parse_time
-from . import models
+from ..shaping.params import parse_time
+from . import models, parts
 from .shaping import manager
 
 bp = Blueprint("faults", __name__)
@@ -15,19 +14,11 @@ PARTITION_ID = {"partition_id": {"type": "string", "pattern": r"^p[0-9]{1,9}$"}}
 
 
 def faults():
-    lab = current_app.extensions["laglab"]
-    if lab.faults is None:
-        raise ApiError(503, "faults are not available in this controller")
-    return lab.faults
+    return parts.faults()
 
 
 def _seconds(field: str, value) -> float | None:
-    if value is None:
-        return None
-    try:
-        return parse_time(field, value, high=86400.0)
-    except ParamError as error:
-        raise ApiError(error.status, f"{field}: {error.message}") from None
+    return None if value is None else parse_time(field, value, high=86400.0)  # a ParamError answers itself
 
 
 @operation(

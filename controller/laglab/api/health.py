@@ -1,18 +1,18 @@
 """GET /api/health: is the controller up, is the lag recorder running, and what must a person repair
 (`problems`, each with its command). GET /metrics: Prometheus."""
 
-from flask import Blueprint, Response, current_app
+from flask import Blueprint, Response
 
 from ..metrics import CONTENT_TYPE, render
 from ..openapi import operation
-from . import models
+from . import models, parts
 
 bp = Blueprint("health", __name__)
 
 
 @operation(bp, "GET", "/api/health", "Controller and recorder status", ok=(200, models.Health))
 def health():
-    lab = current_app.extensions["laglab"]
+    lab = parts.lab()
     recorder = lab.recorder
     latest = recorder.samples[-1] if recorder and recorder.samples else None
     return {
@@ -42,6 +42,4 @@ def health():
 
 @operation(bp, "GET", "/metrics", "Prometheus metrics (text format)", ok=(200, "text/plain"))
 def metrics():
-    return Response(
-        render(current_app.extensions["laglab"], current_app.extensions["laglab"].runs), content_type=CONTENT_TYPE
-    )
+    return Response(render(parts.lab(), parts.lab().runs), content_type=CONTENT_TYPE)

@@ -1,11 +1,11 @@
 """GET /api/lag: the latest lag sample and a recent window."""
 
-from flask import Blueprint, current_app
+from flask import Blueprint
 
 from ..errors import ApiError
 from ..lag import window
 from ..openapi import operation
-from . import models
+from . import models, parts
 
 bp = Blueprint("lag", __name__)
 
@@ -15,10 +15,8 @@ bp = Blueprint("lag", __name__)
     ok=(200, models.LagWindow), errors=(404, 503),
 )  # fmt: skip
 def lag(query: models.LagQuery):
-    lab = current_app.extensions["laglab"]
-    recorder = lab.recorder
-    if recorder is None:
-        raise ApiError(503, "the lag recorder is not running")
+    lab = parts.lab()
+    recorder = parts.recorder()
     samples = recorder.samples
     replicas = {recorder.target.name: recorder.samples[-1].as_dict()} if recorder.samples else {}
     if lab.clusters is not None:

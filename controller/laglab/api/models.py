@@ -78,6 +78,12 @@ class PeerQuery(Query):
     peer: Service | None = Field(None, description="only the link to this service")
 
 
+class ReadbackQuery(Query):
+    readback: bool = Field(
+        False, description="also read the kernel back (tc, iptables, worker) in the answer; GET always does"
+    )
+
+
 # --- bodies ---
 class GeModel(Body):
     """netem's `loss gemodel p [r [1-h [1-k]]]`, one to one (defaults as netem's: r = 1 - p, 1-h = 100 %,
@@ -104,7 +110,9 @@ class ShapingBody(Body):
     gemodel: GeModel | None = Field(None, description="Gilbert-Elliott loss (bursts), instead of loss")
     duplicate: Percent | None = None
     corrupt: Percent | None = None
-    reorder: Percent | None = Field(None, description="needs a delay")
+    reorder: Percent | None = Field(
+        None, description="packets sent at once, overtaking held ones: no effect without a delay (as netem)"
+    )
     gap: Annotated[int, Field(ge=1, le=1000)] | None = Field(None, description="netem's reorder gap; needs a reorder")
     peer: Service | None = Field(None, description="only the link to this service")
     direction: Literal[DIRECTIONS] = "egress"  # type: ignore[valid-type]
@@ -257,7 +265,10 @@ class ServiceShaping(Out):
     service: str
     backend: str
     desired: list[DesiredShaping]
-    kernel: dict[str, dict] = Field(description="read back from each namespace involved: tc, iptables, worker")
+    kernel: dict[str, dict] | None = Field(
+        description="read back from each namespace involved: tc, iptables, worker (null in a PUT's answer "
+        "unless ?readback=1: the change is in effect when the answer comes; reading it back costs tens of ms)"
+    )
 
 
 class AllShaping(Out):

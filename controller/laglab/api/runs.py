@@ -9,17 +9,14 @@ from ..errors import ApiError
 from ..openapi import operation
 from ..scenarios.runner import ScenarioRun
 from ..scenarios.spec import ScenarioError, load_text
-from . import models
+from . import models, parts
 
 bp = Blueprint("runs", __name__)
 RUN_ID = {"run_id": {"type": "string"}}
 
 
 def lab():
-    value = current_app.extensions["laglab"]
-    if value.shaping is None or value.recorder is None:
-        raise ApiError(503, "runs need the lag recorder and shaping, which are not running in this controller")
-    return value
+    return parts.for_runs()
 
 
 @operation(
@@ -41,15 +38,15 @@ def start(body: models.RunBody):
         plan = load_text(text, quick=body.quick, base_dir=folder)
     except ScenarioError as error:
         raise ApiError(422, f"scenario: {error.path}: {error.message}") from None
-    runs = current_app.extensions["laglab"].runs
-    if any(r.status in ("pending", "running") for r in runs.values()):
-        raise ApiError(409, "run: another run is in progress; wait for it or DELETE it")
     the_lab = lab()
-    if the_lab.load is not None and the_lab.load.running:
-        raise ApiError(409, "run: the load panel's load is running; DELETE /api/load first")
-    run = ScenarioRun(the_lab, plan, Path(current_app.config["RESULTS_DIR"]), text)
-    runs[run.id] = run
-    run.start()
+    with the_lab.runs_lock:  # the check and the insert as one step: 8 server threads answer at once
+        if any(r.busy for r in the_lab.runs.values()):
+            raise ApiError(409, "run: another run is in progress (or still cleaning up); wait for it or DELETE it")
+        if the_lab.load is not None and the_lab.load.running:
+            raise ApiError(409, "run: the load panel's load is running; DELETE /api/load first")
+        run = ScenarioRun(the_lab, plan, Path(current_app.config["RESULTS_DIR"]), text)
+        the_lab.runs[run.id] = run
+        run.start()
     return run.as_json(), 201
 
 
@@ -79,11 +76,11 @@ def scenarios():
 
 @operation(bp, "GET", "/api/runs", "Scenario runs of this controller", ok=(200, models.Runs))
 def index():
-    return {"runs": [r.as_json() | {"summary": None} for r in current_app.extensions["laglab"].runs.values()]}
+    return {"runs": [r.as_json() | {"summary": None} for r in parts.lab().runs.values()]}
 
 
 def find(run_id: str) -> ScenarioRun:
-    run = current_app.extensions["laglab"].runs.get(run_id)
+    run = parts.lab().runs.get(run_id)
     if run is None:
         raise ApiError(404, f"run: no run {run_id[:80]!r} in this controller")
     return run
@@ -106,8 +103,8 @@ def show(run_id):
 )  # fmt: skip
 def cancel(run_id):
     run = find(run_id)
-    if run.status in ("pending", "running"):
-        run.cancel()
+    if run.busy:
+        run.cancel()  # interrupted from this answer on; it stays listed until its cleanup is done
     else:
-        del current_app.extensions["laglab"].runs[run_id]
+        parts.lab().runs.pop(run_id, None)
     return run.as_json(), 202

@@ -1,24 +1,21 @@
 """Shaping of a service or of one link: PUT/GET/DELETE /api/shaping[/<service>], POST /api/verify,
 GET /api/containers, GET /api/links (byte counters)."""
 
-from flask import Blueprint, current_app
+from flask import Blueprint
 
 from ..errors import ApiError
 from ..openapi import operation
 from ..shaping import verify
-from ..shaping.params import SERVICE_PATTERN, ParamError, format_rate, parse_request, valid_service
+from ..shaping.params import SERVICE_PATTERN, format_rate, parse_request, valid_service
 from ..shaping.plan import build
-from . import models
+from . import models, parts
 
 bp = Blueprint("shaping", __name__)
 SERVICE = {"service": {"type": "string", "pattern": SERVICE_PATTERN}}
 
 
 def manager():
-    lab = current_app.extensions["laglab"]
-    if lab.shaping is None:
-        raise ApiError(503, "shaping is not available in this controller")
-    return lab.shaping
+    return parts.shaping()
 
 
 def service_name(name: str) -> str:
@@ -29,15 +26,15 @@ def service_name(name: str) -> str:
 
 @operation(
     bp, "PUT", "/api/shaping/<service>", "Apply (replace in place) a service's or one link's shaping",
-    path_params=SERVICE, body=models.ShapingBody, ok=(200, models.ServiceShaping), errors=(404, 409, 422, 502, 503),
+    path_params=SERVICE, query=models.ReadbackQuery, body=models.ShapingBody, ok=(200, models.ServiceShaping),
+    errors=(404, 409, 422, 502, 503),
+    description="Answered once the change is in effect. The answer carries the desired shaping; the kernel's "
+    "read-back only with ?readback=1 (GET /api/shaping/<service> always reads it).",
 )  # fmt: skip
-def put(service, body: models.ShapingBody):
+def put(service, query: models.ReadbackQuery, body: models.ShapingBody):
     service_name(service)
-    try:
-        parsed = parse_request(body.model_dump(by_alias=True, exclude_unset=True))
-    except ParamError as error:
-        raise ApiError(error.status, f"{error.field}: {error.message}") from None
-    return manager().put(service, parsed)
+    parsed = parse_request(body.model_dump(by_alias=True, exclude_unset=True))  # a ParamError answers itself
+    return manager().put(service, parsed, readback=query.readback)
 
 
 @operation(
@@ -92,10 +89,10 @@ def containers():
     ok=(200, models.Links), errors=(503,),
 )  # fmt: skip
 def links():
-    counters = current_app.extensions["laglab"].counters
+    counters = parts.lab().counters
     if counters is None:
         raise ApiError(503, "link counters are not running")
-    return {"csv": f"results/{current_app.extensions['laglab'].run.path.name}/links.csv", "latest": counters.latest}
+    return {"csv": f"results/{parts.lab().run.path.name}/links.csv", "latest": counters.latest}
 
 
 @operation(

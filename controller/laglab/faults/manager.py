@@ -15,6 +15,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from ..errors import Kind
 from ..results import iso
 from .base import ACTIONS, FaultError
 
@@ -34,6 +35,7 @@ class Fault:
     undone: float | None = None  # when the undo took effect
     error: str | None = None
     _timer: threading.Timer | None = field(default=None, repr=False)
+    _undo_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # one undo at a time
 
     @property
     def active(self) -> bool:
@@ -48,7 +50,7 @@ class Fault:
             "asked": iso(self.asked),
             "effect": iso(self.effect) if self.effect else None,
             "effect_ms": None if self.effect is None else round((self.effect - self.asked) * 1000, 1),
-            "undo": self.undo_action if self.duration else None,
+            "undo": self.undo_action if self.duration is not None else None,
             "undone": iso(self.undone) if self.undone else None,
             "active": self.active,
             "error": self.error,
@@ -70,22 +72,22 @@ class FaultManager:
         a scenario's timeline keeps the time itself) by undo()."""
         spec = ACTIONS.get(action)
         if spec is None:
-            raise FaultError(422, f"action: {action[:32]!r} is not one of {', '.join(ACTIONS)}")
+            raise FaultError(Kind.INVALID, f"action: {action[:32]!r} is not one of {', '.join(ACTIONS)}")
         if duration is not None:
             if spec.undo is None:
-                raise FaultError(422, f"duration: {action} cannot be undone; leave duration out")
-            if not 0 < duration <= MAX_DURATION:
-                raise FaultError(422, f"duration: {duration:g}s is out of range (up to {MAX_DURATION:g}s)")
+                raise FaultError(Kind.INVALID, f"duration: {action} cannot be undone; leave duration out")
+            if not 0 <= duration <= MAX_DURATION:  # 0: undone as soon as it took effect (a blip)
+                raise FaultError(Kind.INVALID, f"duration: {duration:g}s is out of range (up to {MAX_DURATION:g}s)")
         container = self._container(service)
         state = container.attrs["State"]
         if not spec.needs(state):
-            raise FaultError(409, f"service: {service} is not {spec.needs_text} (it is {_state_text(state)})")
+            raise FaultError(Kind.CONFLICT, f"service: {service} is not {spec.needs_text} (it is {_state_text(state)})")
         fault = Fault(f"f{next(self._ids)}", service, action, duration, time.time(), undo_action=spec.undo)
         fault.effect = self._do(container, spec)
         with self._lock:
             self.recent.append(fault)
-        self._event(f"{service}: {action}" + (f" for {duration:g}s" if duration else ""))
-        if duration and timer:
+        self._event(f"{service}: {action}" + (f" for {duration:g}s" if duration is not None else ""))
+        if duration is not None and timer:
             # The duration is how long the fault lasts once it took effect (a clean stop takes seconds).
             fault._timer = threading.Timer(duration, self._undo_due, args=(fault,))
             fault._timer.daemon = True
@@ -93,10 +95,12 @@ class FaultManager:
         return fault
 
     def undo(self, fault_id: str) -> Fault:
-        """Undo an active fault now (before its duration is over)."""
+        """Undo an active fault now (before its duration is over). Idempotent: a fault already undone (by
+        its timer a moment ago, or by an earlier call) is answered as it is; a fault without a duration
+        has nothing to undo (409)."""
         fault = self.get(fault_id)
-        if not fault.active:
-            raise FaultError(409, f"fault: {fault_id} is not active")
+        if fault.undo_action is None or fault.duration is None:
+            raise FaultError(Kind.CONFLICT, f"fault: {fault_id} has no duration, so nothing to undo")
         if fault._timer is not None:
             fault._timer.cancel()
         self._undo(fault)
@@ -107,7 +111,7 @@ class FaultManager:
             for fault in self.recent:
                 if fault.id == fault_id:
                     return fault
-        raise FaultError(404, f"fault: no fault {fault_id[:32]!r}")
+        raise FaultError(Kind.NOT_FOUND, f"fault: no fault {fault_id[:32]!r}")
 
     def active(self) -> list[Fault]:
         with self._lock:
@@ -133,10 +137,13 @@ class FaultManager:
         lab = self.containers.list()
         found = lab.get(service)
         if found is None:
-            raise FaultError(404, f"service: no service {service[:64]!r} in this lab (known: {', '.join(sorted(lab))})")
+            raise FaultError(
+                Kind.NOT_FOUND, f"service: no service {service[:64]!r} in this lab (known: {', '.join(sorted(lab))})"
+            )
         if not found.shapeable:
             raise FaultError(
-                409, f"service: {service} is the lab's measuring apparatus or a set-up job; faults never touch it"
+                Kind.CONFLICT,
+                f"service: {service} is the lab's measuring apparatus or a set-up job; faults never touch it",
             )
         return self.containers.client.containers.get(found.id)
 
@@ -145,14 +152,16 @@ class FaultManager:
         try:
             spec.call(container)
         except Exception as error:
-            raise FaultError(502, f"action: {spec.name} failed: {type(error).__name__}") from None
+            raise FaultError(Kind.FAILED, f"action: {spec.name} failed: {type(error).__name__}") from None
         deadline = time.monotonic() + self.settle_timeout
         while True:
             container.reload()
             if spec.reached(container.attrs["State"]):
                 return time.time()
             if time.monotonic() > deadline:
-                raise FaultError(504, f"action: {spec.name} did not take effect within {self.settle_timeout:g}s")
+                raise FaultError(
+                    Kind.TIMED_OUT, f"action: {spec.name} did not take effect within {self.settle_timeout:g}s"
+                )
             time.sleep(0.02)
 
     def _undo_due(self, fault: Fault) -> None:
@@ -162,17 +171,33 @@ class FaultManager:
             log.error("undoing %s failed: %s", fault.id, error)
 
     def _undo(self, fault: Fault) -> None:
-        with self._lock:
+        """The container's actual state decides: an undo whose effect is already there (its timer's
+        undo a moment ago, or someone's `docker unpause`) does nothing and counts as done. Its timer and
+        a DELETE can arrive together: the second waits for the first and finds the fault undone."""
+        with fault._undo_lock:
             if not fault.active:
                 return
-        spec = ACTIONS[fault.undo_action]
+            spec = ACTIONS[fault.undo_action]
+            try:
+                container = self._container(fault.service)
+                if spec.needs(container.attrs["State"]):
+                    fault.undone = self._do(container, spec)
+                else:
+                    fault.undone = time.time()
+            except FaultError as error:
+                if not self._reached(fault.service, spec):
+                    fault.error = f"undo ({spec.name}): {error.message}"
+                    raise
+                fault.undone = time.time()  # it failed because its effect was already there
+            self._event(f"{fault.service}: {spec.name} (undoing {fault.action} {fault.id})")
+
+    def _reached(self, service: str, spec) -> bool:
         try:
-            container = self._container(fault.service)
-            fault.undone = self._do(container, spec) if spec.needs(container.attrs["State"]) else time.time()
-        except FaultError as error:
-            fault.error = f"undo ({spec.name}): {error.message}"
-            raise
-        self._event(f"{fault.service}: {spec.name} (undoing {fault.action} {fault.id})")
+            container = self._container(service)
+            container.reload()
+            return bool(spec.reached(container.attrs["State"]))
+        except Exception:
+            return False
 
     def _event(self, text: str) -> None:
         if self.events is not None:

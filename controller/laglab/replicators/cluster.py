@@ -15,6 +15,7 @@ import pymysql
 
 from .. import consistency
 from ..db import Endpoint, connect, quote_identifier
+from ..deadline import TimedOut, poll
 from .base import Replicator, Sleep
 
 NODES = 3
@@ -143,23 +144,28 @@ class Cluster(Replicator):
             conn.close()
 
     @classmethod
-    def compare_tables(cls, nodes: list[Endpoint], database: str, timeout: float) -> dict:
+    def compare_tables(cls, nodes: list[Endpoint], database: str, timeout: float, sleep=time.sleep) -> dict:
         """Every table of `database` has the same row count and checksum on every node; waits up to
         `timeout` for the nodes to converge (secondaries apply asynchronously) before reporting differences."""
-        deadline = time.monotonic() + timeout
-        while True:
+        report: dict = {}
+
+        def converged() -> bool:
             views = {e.name: cls._summaries(e, database) for e in nodes}
             first_name, first = nodes[0].name, views[nodes[0].name]
-            differences = []
-            for name, view in views.items():
-                for table in sorted(set(first) | set(view)):
-                    if first.get(table) != view.get(table):
-                        differences.append(
-                            f"{database}.{table}: {view.get(table)} on {name}, {first.get(table)} on {first_name}"
-                        )
-            if not differences or time.monotonic() > deadline:
-                return {"identical": not differences, "differences": differences, "tables": sorted(first)}
-            time.sleep(1)
+            differences = [
+                f"{database}.{table}: {view.get(table)} on {name}, {first.get(table)} on {first_name}"
+                for name, view in views.items()
+                for table in sorted(set(first) | set(view))
+                if first.get(table) != view.get(table)
+            ]
+            report.update(identical=not differences, differences=differences, tables=sorted(first))
+            return not differences
+
+        try:
+            poll(converged, timeout, 1.0, sleep=sleep)
+        except TimedOut:
+            pass  # the differences are the answer
+        return report
 
     # --- the runner's interface ---
     def nodes(self) -> list[Endpoint]:

@@ -14,6 +14,7 @@ import time
 import pymysql
 
 from ..db import Endpoint, connect, wait_connect
+from ..deadline import poll
 from .cluster import Cluster, ClusterError, ensure_lab_account, rows, say, status_var
 
 STABLE = ("ONLINE",)
@@ -147,9 +148,14 @@ class GroupReplication(Cluster):
         say(f"group formed; primary {writer.name}")
 
     @classmethod
-    def _wait_online(cls, endpoint: Endpoint, conn, seconds: float) -> None:
-        deadline = time.monotonic() + seconds
-        while (state := cls.member(conn)["state"]) != "ONLINE":
-            if state in ("ERROR", "OFFLINE") or time.monotonic() > deadline:
+    def _wait_online(cls, endpoint: Endpoint, conn, seconds: float, sleep=time.sleep) -> None:
+        last = {"state": None}
+
+        def online() -> bool:
+            last["state"] = state = cls.member(conn)["state"]
+            if state in ("ERROR", "OFFLINE"):
                 raise ClusterError(f"{endpoint.name} did not become ONLINE (state {state}); see its log")
-            time.sleep(0.5)
+            return state == "ONLINE"
+
+        poll(online, seconds, 0.5, sleep=sleep, timed_out=lambda: ClusterError(
+            f"{endpoint.name} did not become ONLINE (state {last['state']}); see its log"))  # fmt: skip

@@ -27,6 +27,7 @@ from ..db import (
     wait_connect,
     wait_executed,
 )
+from ..deadline import poll
 from . import handover
 from .base import Sleep, SourceToTarget
 
@@ -163,20 +164,23 @@ def dtle_job_state(nomad=None) -> str | None:
     return "stopped"
 
 
-def wait_running(conn, seconds: float) -> dict:
-    deadline = time.monotonic() + seconds
-    while True:
-        status = replica_state(conn) or {}
-        io = replica_field(status, "Replica_IO_Running")
-        sql = replica_field(status, "Replica_SQL_Running")
-        if io == "Yes" and sql == "Yes":
-            return status
-        if time.monotonic() > deadline:
-            raise RuntimeError(
-                f"replication did not start within {seconds:.0f}s: IO {io}, SQL {sql}, "
-                f"IO error {replica_field(status, 'Last_IO_Error')!r}, SQL error {replica_field(status, 'Last_SQL_Error')!r}"
-            )
-        time.sleep(0.5)
+def wait_running(conn, seconds: float, sleep=time.sleep) -> dict:
+    last: dict = {}
+
+    def running() -> dict | None:
+        last.clear()
+        last.update(replica_state(conn) or {})
+        both = (replica_field(last, "Replica_IO_Running"), replica_field(last, "Replica_SQL_Running"))
+        return dict(last) if both == ("Yes", "Yes") else None
+
+    def failed() -> Exception:
+        return RuntimeError(
+            f"replication did not start within {seconds:.0f}s: IO {replica_field(last, 'Replica_IO_Running')}, "
+            f"SQL {replica_field(last, 'Replica_SQL_Running')}, IO error {replica_field(last, 'Last_IO_Error')!r}, "
+            f"SQL error {replica_field(last, 'Last_SQL_Error')!r}"
+        )
+
+    return poll(running, seconds, 0.5, sleep=sleep, timed_out=failed)
 
 
 def setup(settings, environ) -> None:

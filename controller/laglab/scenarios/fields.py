@@ -31,6 +31,6 @@ def Seconds(high: float):
         try:
             return parse_time(info.field_name, value, high=high)
         except ParamError as error:
-            raise ValueError(error.message) from None
+            raise ValueError(error.detail) from None
 
     return Annotated[float, BeforeValidator(parse), PlainSerializer(format_time, return_type=str)]

@@ -10,6 +10,7 @@ Cleanup (load stopped, shaping cleared, every kind used restored) always runs; t
 
 from __future__ import annotations
 
+import enum
 import logging
 import threading
 import time
@@ -48,6 +49,18 @@ class Interrupted(Exception):
     pass
 
 
+class RunStatus(enum.StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+
+    @property
+    def in_progress(self) -> bool:
+        return self in (RunStatus.PENDING, RunStatus.RUNNING)
+
+
 class ScenarioRun:
     """One run of a plan. `start()` runs it in a thread; `cancel()` interrupts it between steps."""
 
@@ -56,7 +69,7 @@ class ScenarioRun:
         self.run = Run(results_root, plan.scenario.name, {"scenario": plan.scenario.name, "quick": plan.quick})
         self.id = self.run.path.name
         self.text = text
-        self.status = "pending"
+        self.status = RunStatus.PENDING
         self.reason: str | None = None
         self.point_index: int | None = None
         self.step = "queued"
@@ -64,6 +77,7 @@ class ScenarioRun:
         self.finished: float | None = None
         self.summary: list[dict] = []
         self._cancel = threading.Event()
+        self._status_lock = threading.Lock()
         self._cancel_reason = "cancelled by request"
         self._thread: threading.Thread | None = None
         self._load_series = self.run.series("load.csv", LOAD_COLUMNS)
@@ -80,7 +94,7 @@ class ScenarioRun:
     # --- status ---
     def as_json(self) -> dict:
         elapsed = (self.finished or time.time()) - self.started
-        eta = max(0.0, self.plan.eta_seconds() - elapsed) if self.status == "running" else 0.0
+        eta = max(0.0, self.plan.eta_seconds() - elapsed) if self.status == RunStatus.RUNNING else 0.0
         return {
             "id": self.id,
             "scenario": self.plan.scenario.name,
@@ -102,9 +116,27 @@ class ScenarioRun:
         self._thread = threading.Thread(target=self._main, name=f"run-{self.id}", daemon=True)
         self._thread.start()
 
+    @property
+    def busy(self) -> bool:
+        """Started and not yet done with its cleanup (an interrupted run is busy until its cleanup ends)."""
+        return self.step != "done"
+
     def cancel(self, reason: str = "cancelled by request") -> None:
-        self._cancel_reason = reason
-        self._cancel.set()
+        """Interrupted from now on, whatever step it is in: a deleted run never shows `running`. Its
+        thread notices at the next step and runs the cleanup."""
+        with self._status_lock:
+            self._cancel_reason = reason
+            self._cancel.set()
+            if self.status.in_progress:
+                self.status, self.reason = RunStatus.INTERRUPTED, reason
+
+    def _set_status(self, status: RunStatus, reason: str | None = None) -> None:
+        """A run that was interrupted stays interrupted (cancel() said so to whoever asked)."""
+        with self._status_lock:
+            if self._cancel.is_set() and status != RunStatus.FAILED:
+                self.status, self.reason = RunStatus.INTERRUPTED, self._cancel_reason
+            else:
+                self.status, self.reason = status, reason if reason is not None else self.reason
 
     def wait(self, timeout: float | None = None) -> None:
         if self._thread:
@@ -121,7 +153,7 @@ class ScenarioRun:
 
     # --- the run ---
     def _main(self) -> None:
-        self.status = "running"
+        self._set_status(RunStatus.RUNNING)
         self.run.write_json("scenario.json", {"plan": self.plan.model_dump(mode="json")})
         (self.run.path / "scenario.yaml").write_text(self._resolved_yaml())
         consistency_report = None
@@ -129,6 +161,7 @@ class ScenarioRun:
         for feed, fn in feeds:
             feed.subscribe(fn)
         try:
+            self._check("describing the environment")
             self.run.write_json("environment.json", environment.describe(self.lab))
             for point in self.plan.points:
                 self.point_index = point.index
@@ -142,18 +175,21 @@ class ScenarioRun:
             self._check("consistency check")
             consistency_report = self._consistency()
             self.identical = bool(consistency_report.get("identical"))
-            self.status = "completed"
+            self._set_status(RunStatus.COMPLETED)
         except Interrupted as error:
-            self.status, self.reason = "interrupted", str(error)
+            self._set_status(RunStatus.INTERRUPTED, str(error))
         except Exception as error:
-            self.status, self.reason = "failed", f"{type(error).__name__}: {error}"
-            log.error("run %s failed: %s", self.id, traceback.format_exc())
+            if self._cancel.is_set():  # what an interrupted step raised on its way out
+                self._set_status(RunStatus.INTERRUPTED)
+            else:
+                self._set_status(RunStatus.FAILED, f"{type(error).__name__}: {error}")
+                log.error("run %s failed: %s", self.id, traceback.format_exc())
         finally:
             self.step = "cleanup"
             for feed, fn in feeds:
                 feed.unsubscribe(fn)
             self._cleanup()
-            if self.status == "failed" and consistency_report is None and not self.cleanup_errors:
+            if self.status == RunStatus.FAILED and consistency_report is None and not self.cleanup_errors:
                 consistency_report = self._consistency_after_failure()
             self.finished = time.time()
             self.run.write_json("summary.json", self._summary_doc(consistency_report))
@@ -328,8 +364,8 @@ class ScenarioRun:
                 getattr(error, "problem", name), f"run {self.id}: {error}", repair, getattr(error, "repaired", None)
             )
         self.cleanup_errors.append(entry)
-        if self.status == "completed":
-            self.status = "failed"
+        if self.status == RunStatus.COMPLETED:
+            self.status = RunStatus.FAILED
         reason = f"cleanup: {entry['error']}"
         self.reason = reason if not self.reason else f"{self.reason}; {reason}"
 

@@ -163,7 +163,7 @@ class Link(Section):
         try:
             parse_percent("loss", value)
         except ParamError as error:
-            raise ValueError(error.message) from None
+            raise ValueError(error.detail) from None
         return str(value)
 
     @field_validator("rate", "rate_reverse", mode="before")
@@ -174,7 +174,7 @@ class Link(Section):
         try:
             parse_rate(info.field_name, value)
         except ParamError as error:
-            raise ValueError(error.message) from None
+            raise ValueError(error.detail) from None
         return value
 
     @property

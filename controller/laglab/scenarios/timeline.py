@@ -90,7 +90,7 @@ class ShapingStep(Target):
         try:
             self.requests(self.body)
         except ParamError as error:
-            raise ValueError(f"{error.field}: {error.message}") from None
+            raise ValueError(error.message) from None
         return self
 
 
@@ -158,7 +158,7 @@ class TraceStep(Section):
                 try:
                     target.requests(row.model_extra)
                 except ParamError as error:
-                    raise ValueError(f"rows.{index}.{error.field}: {error.message}") from None
+                    raise ValueError(f"rows.{index}.{error.message}") from None
         return self
 
 

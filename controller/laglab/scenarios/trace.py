@@ -109,7 +109,7 @@ def _value(line: int, key: str, value: str) -> dict:
             return {key: value if value.endswith("%") else f"{value}%"}
         return {key: format_rate(parse_rate(key, value))}
     except ParamError as error:
-        raise TraceError(f"line {line}: {error.field}: {error.message}") from None
+        raise TraceError(f"line {line}: {error.message}") from None
 
 
 def normalise(row: dict) -> dict:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..containers import Containers, LabContainer
-from ..errors import LabError
+from ..errors import Kind, LabError
 from ..executor import CommandError, Executor
 from .backend import Applied, Backend
 from .params import ParamError, Request, Shaping, parse_request
@@ -35,7 +35,8 @@ log = logging.getLogger("laglab.shaping")
 
 
 class ShapingError(LabError):
-    """Shaping the lab refuses (404 unknown, 409 not shapeable, 422 a rule) or that the kernel refused (502)."""
+    """Shaping the lab refuses (an unknown service, one that is not shapeable, a rule) or that the kernel
+    refused (Kind.FAILED)."""
 
 
 @dataclass(frozen=True)
@@ -135,31 +136,34 @@ class ShapingManager:
     def _resolve(self, lab: dict[str, LabContainer], service: str, field: str) -> None:
         if service in lab and not lab[service].shapeable:
             raise ShapingError(
-                409, f"{field}: {service} is not shaped (it is the lab's measuring apparatus or a one-shot job)"
+                Kind.CONFLICT,
+                f"{field}: {service} is not shaped (it is the lab's measuring apparatus or a one-shot job)",
             )
         if service not in lab:
-            raise ShapingError(404, f"{field}: no service {service!r} in this lab (known: {', '.join(sorted(lab))})")
+            raise ShapingError(
+                Kind.NOT_FOUND, f"{field}: no service {service!r} in this lab (known: {', '.join(sorted(lab))})"
+            )
         if not lab[service].running:
-            raise ShapingError(409, f"{field}: service {service!r} is not running")
+            raise ShapingError(Kind.CONFLICT, f"{field}: service {service!r} is not running")
 
-    def put(self, service: str, request: Request) -> dict:
+    def put(self, service: str, request: Request, readback: bool = True) -> dict:
         lab = self.containers.list()  # outside the lock: the Docker API can be slow
         self._resolve(lab, service, "service")
         if request.peer is not None:
             self._resolve(lab, request.peer, "peer")
             if request.peer == service:
-                raise ShapingError(422, "peer: a service is not its own peer")
+                raise ShapingError(Kind.INVALID, "peer: a service is not its own peer")
         expires = time.time() + request.duration if request.duration else None
         entry = Entry(service, request.peer, request.direction, request.shaping, expires)
         refused = self.backend.unsupported(entry)
         if refused:
-            raise ShapingError(422, f"{refused[0]}: {refused[1]}")
+            raise ShapingError(Kind.INVALID, f"{refused[0]}: {refused[1]}")
         with self.lock:
             before = dict(self.entries)
             self.entries[entry.key] = entry
             self._apply_or_roll_back(lab, before)
             self._event(f"{service} -> {request.peer or 'all'}: {_settings_text(entry)}")
-            return self.describe(service, lab)
+            return self.describe(service, lab, readback)
 
     def delete(self, service: str, peer: str | None = None) -> dict:
         lab = self.containers.list()
@@ -168,7 +172,7 @@ class ShapingManager:
             before = dict(self.entries)
             keys = [k for k in self.entries if k[0] == service and (peer is None or k[1] == peer)]
             if peer is not None and not keys:
-                raise ShapingError(404, f"peer: no shaping of {service} towards {peer}")
+                raise ShapingError(Kind.NOT_FOUND, f"peer: no shaping of {service} towards {peer}")
             for key in keys:
                 del self.entries[key]
             self._apply_or_roll_back(lab, before)
@@ -201,7 +205,7 @@ class ShapingManager:
             entry = Entry(service, request.peer, request.direction, request.shaping, expires)
             refused = self.backend.unsupported(entry)
             if refused:
-                raise ShapingError(422, f"{refused[0]}: {refused[1]}")
+                raise ShapingError(Kind.INVALID, f"{refused[0]}: {refused[1]}")
             entries.append(entry)
         with self.lock:
             before = dict(self.entries)
@@ -246,7 +250,7 @@ class ShapingManager:
             try:
                 puts.append((service, parse_request(body)))
             except ParamError as error:
-                raise ShapingError(422, f"links: {service} -> {body['peer']}: {error.field}: {error.message}") from None
+                raise ShapingError(Kind.INVALID, f"links: {service} -> {body['peer']}: {error.message}") from None
         old = [(service, body["peer"]) for service, body in self.matrix.bodies()] if self.matrix else []
         with self.lock:
             self.change(puts, removes=old)
@@ -259,16 +263,16 @@ class ShapingManager:
         lab = self.containers.list()
         for field, group in (("a", a), ("b", b)):
             if not group:
-                raise ShapingError(422, f"{field}: name at least one service")
+                raise ShapingError(Kind.INVALID, f"{field}: name at least one service")
             for service in group:
                 self._resolve(lab, service, field)
         overlap = sorted(set(a) & set(b))
         if overlap:
-            raise ShapingError(422, f"b: {', '.join(overlap)} on both sides")
+            raise ShapingError(Kind.INVALID, f"b: {', '.join(overlap)} on both sides")
         with self.lock:
             partition = Partition(
                 f"p{next(self._partition_ids)}", tuple(a), tuple(b), oneway,
-                time.time() + duration if duration else None,
+                time.time() + duration if duration is not None else None,  # 0: healed at the next check
             )  # fmt: skip
             before_partitions = dict(self.partitions)
             self.partitions[partition.id] = partition
@@ -281,7 +285,7 @@ class ShapingManager:
         """Heal one partition, or every one (None). Returns the ids healed."""
         with self.lock:
             if partition_id is not None and partition_id not in self.partitions:
-                raise ShapingError(404, f"partition: no partition {partition_id[:32]!r}")
+                raise ShapingError(Kind.NOT_FOUND, f"partition: no partition {partition_id[:32]!r}")
             ids = [partition_id] if partition_id is not None else list(self.partitions)
             if not ids:
                 return []
@@ -315,7 +319,7 @@ class ShapingManager:
                 self.apply(lab, force=True)
             except (CommandError, OSError, subprocess.TimeoutExpired) as again:
                 log.error("rolling back failed too: %s", again)
-            raise ShapingError(502, f"applying failed and was rolled back: {error}") from None
+            raise ShapingError(Kind.FAILED, f"applying failed and was rolled back: {error}") from None
         self.save()
 
     # --- converging the kernel ---
@@ -341,10 +345,13 @@ class ShapingManager:
                 self.backend.commit(self.executor, force)
 
     # --- reading back ---
-    def describe(self, service: str, lab: dict[str, LabContainer] | None = None) -> dict:
+    def describe(self, service: str, lab: dict[str, LabContainer] | None = None, readback: bool = True) -> dict:
         lab = self.containers.list() if lab is None else lab
         desired = [self._entry_json(e) for e in self.entries.values() if e.service == service]
         out = {"service": service, "backend": self.backend.name, "desired": desired}
+        if not readback:  # four nsenter'd reads per namespace: most of a live change's answer time
+            out["kernel"] = None
+            return out
         # Read back every namespace that carries this service's shaping (the backend says which).
         own_ip = lab[service].ip if service in lab else None
         out["kernel"] = {

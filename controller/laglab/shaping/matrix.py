@@ -9,7 +9,7 @@ import itertools
 import re
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from .. import presets
 from .params import PERCENT_PATTERN, RATE_PATTERN, SERVICE_PATTERN, TIME_PATTERN, parse_time
@@ -41,11 +41,17 @@ class MatrixError(ValueError):
 Members = Annotated[list[Annotated[str, Field(pattern=SERVICE_PATTERN)]], Field(min_length=1, max_length=64)]
 
 
+# A group name as a dict key the document states: patternProperties with no other property allowed, so
+# a name like "" is a request the document itself refuses (400), not a 422 to a schema-valid request.
+GroupName = Annotated[str, StringConstraints(pattern=GROUP_PATTERN)]
+_ONLY_GROUP_NAMES = {"additionalProperties": False}
+ByGroup = Annotated[dict[GroupName, Members], Field(json_schema_extra=_ONLY_GROUP_NAMES)]
+RegionByGroup = Annotated[dict[GroupName, str], Field(json_schema_extra=_ONLY_GROUP_NAMES)]
+
+
 class Matrix(_Strict):
-    # (group names are checked by check(): JSON Schema's propertyNames is not something every client
-    # reads, so the document leaves dict keys open and the rule is a 422)
-    groups: dict[str, Members] = Field(min_length=2, max_length=16, description="group -> its services")
-    regions: dict[str, str] | None = Field(
+    groups: ByGroup = Field(min_length=2, max_length=16, description="group -> its services")
+    regions: RegionByGroup | None = Field(
         None, description="group -> a region of the presets table: every pair of groups gets its round trip"
     )
     links: list[MatrixLink] = Field([], max_length=120, description="explicit links (win over regions)")

@@ -10,6 +10,8 @@ import math
 import re
 from dataclasses import asdict, dataclass, fields
 
+from ..errors import Kind, LabError
+
 DIRECTIONS = ("egress", "ingress", "both")
 DISTRIBUTIONS = ("uniform", "normal", "pareto", "paretonormal")
 
@@ -48,23 +50,23 @@ LIMITS = {
 }
 
 
-class ParamError(ValueError):
-    """A field the lab cannot use. status 400: not well-formed (what the OpenAPI document describes:
-    type, units, pattern); 422: well-formed but out of range or against a rule across fields."""
+class ParamError(LabError, ValueError):
+    """A field the lab cannot use: MALFORMED, not of the form the OpenAPI document describes (type, units,
+    pattern); INVALID, well-formed but out of range or against a rule across fields. Its message starts
+    with the field."""
 
-    def __init__(self, field: str, message: str, status: int = 400):
-        super().__init__(f"{field}: {message}")
+    def __init__(self, field: str, message: str, kind: Kind = Kind.MALFORMED):
+        super().__init__(kind, f"{field}: {message}")
         self.field = field
-        self.message = message
-        self.status = status
+        self.detail = message
 
 
 def _out_of_range(field: str, message: str) -> ParamError:
-    return ParamError(field, message, status=422)
+    return ParamError(field, message, kind=Kind.INVALID)
 
 
 def _rule(field: str, message: str) -> ParamError:
-    return ParamError(field, message, status=422)
+    return ParamError(field, message, kind=Kind.INVALID)
 
 
 def parse_time(field: str, value: object, high: float | None = None) -> float:
@@ -257,8 +259,8 @@ def parse_request(body: object) -> Request:
         raise _rule("jitter", "needs a delay")
     if shaping.distribution and not shaping.jitter:
         raise _rule("distribution", "needs a jitter")
-    if shaping.reorder and not shaping.delay:
-        raise _rule("reorder", "needs a delay")
+    # A reorder without a delay is accepted, as netem accepts it (and does nothing with it: there is no
+    # held packet to overtake). The document said "needs a delay" and the server answered 422.
     if shaping.correlation and not (shaping.jitter or shaping.loss):
         raise _rule("correlation", "needs a jitter or a loss")
     if shaping.empty:

@@ -50,7 +50,9 @@ def clean(api):
 
 
 def test_delay_on_a_link_is_measured_and_only_on_that_link(api, backend):
-    response = put(api, "mysql-source", {"delay": "80ms", "peer": "mysql-target"})
+    response = api.put(
+        "/api/shaping/mysql-source?readback=1", json={"delay": "80ms", "peer": "mysql-target"}, timeout=60
+    )
     assert response.status_code == 200, response.text
     body = response.json()
     assert body["backend"] == backend

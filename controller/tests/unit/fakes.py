@@ -74,9 +74,38 @@ class FakeDockerApi:
         return {"State": {"Pid": c["pid"] if running else 0, "Running": running}}
 
 
+class FakeEvents:
+    """What DockerClient.events(decode=True) returns: a blocking iterator of event dicts that ends when
+    the daemon closes the connection, and close() (the SDK's CancellableStream)."""
+
+    END = object()
+
+    def __init__(self):
+        import queue
+
+        self.queue = queue.Queue()
+
+    def __iter__(self):
+        while (event := self.queue.get()) is not self.END:
+            yield event
+
+    def close(self):
+        self.queue.put(self.END)
+
+
 class FakeDocker:
     def __init__(self, lab: dict[str, dict]):
         self.api = FakeDockerApi(lab)
+        self.streams: list[FakeEvents] = []
+        self.event_filters = None
+
+    def events(self, decode=False, filters=None):
+        self.event_filters = filters
+        self.streams.append(FakeEvents())
+        return self.streams[-1]
+
+    def emit(self, action: str, container_id: str) -> None:
+        self.streams[-1].queue.put({"Type": "container", "Action": action, "id": container_id})
 
 
 def fake_proc(root, pid: int, container_id: str, started: int = 1000) -> None:

@@ -163,6 +163,7 @@ def test_delete_interrupts_a_run_in_progress_and_forgets_a_finished_one(app, cli
     class FakeRun:
         def __init__(self, status):
             self.status, self.cancelled = status, False
+            self.busy = status == "running"
 
         def cancel(self):
             self.cancelled = True

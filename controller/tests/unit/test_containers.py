@@ -80,3 +80,37 @@ def test_a_container_removed_between_the_list_and_the_inspect_is_not_running(tmp
     now = containers.list()
     assert (now["mysql-target"].running, now["mysql-target"].pid) == (False, 0)
     assert now["mysql-source"].pid == 101
+
+
+def test_a_watched_list_comes_from_memory_until_an_event_says_something_changed(tmp_path):
+    """Issue #22: every live change listed the containers through the Docker API. With Docker's event
+    stream followed, a list is read again only after an event of this project's containers."""
+    from ..polling import wait_until
+
+    api, containers = lab(tmp_path)
+    docker = containers.client
+    containers.watch()
+    try:
+        wait_until(lambda: containers._watching, 5, 0.01, "the event stream followed")
+        assert docker.event_filters == {
+            "type": "container", "label": "com.docker.compose.project=laglab", "event": list(Containers.EVENTS),
+        }  # fmt: skip
+        first = containers.list()
+        for _ in range(5):
+            assert containers.list() == first
+        assert api.listed == 1
+        api.lab[TARGET]["pid"] = 202  # mysql-target restarts: a new process, the old one gone
+        fake_proc(tmp_path, 202, TARGET)
+        (tmp_path / "102" / "cgroup").unlink()
+        docker.emit("restart", TARGET)
+        wait_until(lambda: containers.list()["mysql-target"].pid == 202, 5, 0.01, "the restart seen")
+        listed = api.listed
+        containers.list()
+        assert api.listed == listed  # and from memory again
+        docker.streams[-1].close()  # the daemon went away: every call lists until the stream is back
+        wait_until(lambda: len(docker.streams) == 2 and containers._watching, 5, 0.05, "the stream followed again")
+        containers.list()
+        containers.list()
+        assert api.listed == listed + 1
+    finally:
+        containers.unwatch()

@@ -4,14 +4,22 @@ refuses (with the field named), and undo after the duration."""
 import pytest
 
 from laglab.containers import LabContainer
+from laglab.errors import status_of
 from laglab.events import Events
 from laglab.faults import FaultError, FaultManager
 
 from ..polling import wait_until
 
 
+class APIError(Exception):
+    """docker.errors.APIError as the SDK raises it for a 409 from the daemon."""
+
+
 class FakeContainer:
-    """The SDK's container object: calls are recorded; the state changes as Docker's would."""
+    """The SDK's container object: calls are recorded; the state changes as Docker's would, and a call
+    the daemon refuses raises as the SDK does (unpause of a container not paused: 409 `Container ... is
+    not paused`; kill of one not running: 409; start of a running one and stop of a stopped one: 304,
+    which the SDK returns without error)."""
 
     def __init__(self, log, state):
         self.log, self.state = log, state
@@ -22,6 +30,8 @@ class FakeContainer:
 
     def kill(self, signal):
         self.log.append(("kill", signal))
+        if not self.state.get("Running"):
+            raise APIError("409 Client Error: Conflict (Cannot kill container: it is not running)")
         self._set(Running=False)
 
     def stop(self, timeout):
@@ -38,10 +48,14 @@ class FakeContainer:
 
     def pause(self):
         self.log.append(("pause",))
+        if self.state.get("Paused"):
+            raise APIError("409 Client Error: Conflict (Container is already paused)")
         self._set(Paused=True)
 
     def unpause(self):
         self.log.append(("unpause",))
+        if not self.state.get("Paused"):
+            raise APIError("409 Client Error: Conflict (Container is not paused)")
         self._set(Paused=False)
 
     def reload(self):
@@ -105,9 +119,43 @@ def test_undo_now_cancels_the_timer(faults):
     fault = faults.inject("mysql-target", "stop", duration=60)
     assert faults.undo(fault.id) is fault and fault.undone is not None
     assert calls(faults) == [("stop", 30), ("start",)]
+    assert faults.undo(fault.id) is fault and calls(faults) == [("stop", 30), ("start",)]  # idempotent
+    plain = faults.inject("mysql-target", "restart")
     with pytest.raises(FaultError) as caught:
-        faults.undo(fault.id)
-    assert (caught.value.status, caught.value.message) == (409, f"fault: {fault.id} is not active")
+        faults.undo(plain.id)
+    assert (status_of(caught.value), caught.value.message) == (
+        409,
+        f"fault: {plain.id} has no duration, so nothing to undo",
+    )
+
+
+def test_undoing_a_fault_its_timer_is_undoing_is_not_an_error(faults):
+    """Fuzzer: pause with a duration whose timer had just unpaused it, then DELETE -> 502 `action:
+    unpause failed: APIError`. Both arrive together here: the DELETE finds the fault undone."""
+    import threading
+
+    fault = faults.inject("mysql-target", "pause", duration=60)
+    results, barrier = [], threading.Barrier(2)
+
+    def undo():
+        barrier.wait()
+        results.append(faults.undo(fault.id).undone)
+
+    threads = [threading.Thread(target=undo) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(5)
+    assert len(results) == 2 and results[0] == results[1] is not None
+    assert calls(faults) == [("pause",), ("unpause",)]
+
+
+def test_an_undo_whose_effect_is_already_there_counts_as_done(faults):
+    """Someone ran `docker unpause` by hand: the container's state decides, not the fault's record."""
+    fault = faults.inject("mysql-target", "pause", duration=60)
+    faults.containers.client.states["id-target"]["Paused"] = False
+    assert faults.undo(fault.id).undone is not None and fault.error is None
+    assert calls(faults) == [("pause",)]
 
 
 def test_a_timeline_keeps_the_time_itself(faults):
@@ -137,6 +185,13 @@ def test_stopping_the_controller_undoes_active_faults(faults):
 def test_refusals_name_the_field(faults, service, action, duration, status, message):
     with pytest.raises(FaultError) as caught:
         faults.inject(service, action, duration)
-    assert caught.value.status == status
+    assert status_of(caught.value) == status
     assert caught.value.message.startswith(message)
     assert calls(faults) == [], "nothing was done"
+
+
+def test_a_zero_duration_is_a_blip_not_a_refusal(faults):
+    """Fuzzer: `"duration": 0` was valid by the document and a 422 from the server."""
+    fault = faults.inject("mysql-target", "pause", duration=0)
+    wait_until(lambda: fault.undone is not None, timeout=5)
+    assert calls(faults) == [("pause",), ("unpause",)] and fault.undone >= fault.effect

@@ -105,6 +105,7 @@ def test_a_second_load_is_refused_naming_the_owner(generator):
 class Run:
     def __init__(self, run_id, status="running"):
         self.id, self.status = run_id, status
+        self.busy = status in ("pending", "running")
 
 
 @pytest.fixture

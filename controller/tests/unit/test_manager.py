@@ -3,6 +3,7 @@
 import pytest
 
 from laglab.containers import Bridge, LabContainer
+from laglab.errors import status_of
 from laglab.executor import Executor
 from laglab.shaping import backends
 from laglab.shaping.manager import ShapingError, ShapingManager
@@ -72,7 +73,7 @@ def test_kernel_backend_refuses_ingress_with_422(tmp_path):
         manager(backends.KernelBackend(), tmp_path).put(
             "mysql-source", parse_request({"delay": "1ms", "direction": "ingress"})
         )
-    assert caught.value.status == 422
+    assert status_of(caught.value) == 422
 
 
 def test_userspace_backend_holds_on_the_bridge_and_reapplies_nothing_twice(tmp_path):
@@ -114,13 +115,13 @@ def test_unknown_and_unshapeable_services(tmp_path):
     m = manager(backends.UserspaceBackend(), tmp_path)
     with pytest.raises(ShapingError) as caught:
         m.put("nobody", parse_request({"delay": "1ms"}))
-    assert (caught.value.status, caught.value.message.split(" (")[0]) == (
+    assert (status_of(caught.value), caught.value.message.split(" (")[0]) == (
         404,
         "service: no service 'nobody' in this lab",
     )
     with pytest.raises(ShapingError) as caught:
         m.put("controller", parse_request({"delay": "1ms"}))
-    assert caught.value.status == 409
+    assert status_of(caught.value) == 409
 
 
 def test_changes_are_recorded_as_events(tmp_path):
@@ -162,7 +163,7 @@ def test_a_hung_tc_is_rolled_back_like_a_failed_one(tmp_path):
     m.executor.ran.clear()
     with pytest.raises(ShapingError) as caught:
         m.put("mysql-source", parse_request({"delay": "200ms"}))
-    assert caught.value.status == 502 and "rolled back" in caught.value.message
+    assert status_of(caught.value) == 502 and "rolled back" in caught.value.message
     assert m.entries[("mysql-source", None)].shaping.delay == 0.1  # desired state as before
     # the kernel is rebuilt to the previous state, not left with the root deleted
     last_netem = [argv for argv in m.executor.ran if "netem" in argv][-1]
@@ -206,7 +207,7 @@ def test_the_never_shaped_label_decides_not_the_name(tmp_path):
     m = ShapingManager(FakeContainers(lab), Executor(dry_run=True), backends.KernelBackend(), tmp_path / "s.json")
     with pytest.raises(ShapingError) as caught:
         m.put("gr-setup", parse_request({"delay": "1ms"}))
-    assert caught.value.status == 409
+    assert status_of(caught.value) == 409
     m.put("mysql-source", parse_request({"delay": "1ms"}))
     assert not any(argv[:2] == ["nsenter", "--target=1101"] for argv in m.executor.ran)
 
@@ -224,3 +225,18 @@ def test_a_change_to_both_ends_of_a_link_writes_the_chain_once(tmp_path):
     writes = [argv for argv in m.executor.ran if "iptables-restore" in argv]
     assert len(writes) == 1
     assert not any(argv[-2:] == ["-S", "PREROUTING"] for argv in m.executor.ran), "the hook is there already"
+
+
+def test_a_live_change_is_answered_without_reading_the_kernel_back(tmp_path):
+    """Issue #22: a PUT's answer took p50 88 ms, mostly four nsenter'd reads per namespace. The answer
+    comes once the change is in effect; the read-back only when asked (?readback=1) and on GET."""
+    for backend in (backends.KernelBackend(), backends.UserspaceBackend()):
+        m = manager(backend, tmp_path / backend.name)
+        m.put("mysql-source", parse_request({"delay": "10ms", "peer": "mysql-target"}))
+        ran = len(m.executor.ran)
+        answer = m.put("mysql-source", parse_request({"delay": "30ms", "peer": "mysql-target"}), readback=False)
+        changed = m.executor.ran[ran:]
+        assert answer["kernel"] is None and answer["desired"][0]["delay"] == "30ms"
+        reads = [argv for argv in changed if "-S" in argv or "show" in argv]
+        assert reads == [], f"{backend.name}: {reads}"
+        assert m.put("mysql-source", parse_request({"delay": "30ms", "peer": "mysql-target"}))["kernel"]

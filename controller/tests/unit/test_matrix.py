@@ -87,3 +87,17 @@ def test_the_manager_replaces_one_matrix_by_the_next(tmp_path):
     }
     m.set_matrix(None)
     assert m.entries == {} and m.matrix is None
+
+
+def test_the_document_refuses_the_group_names_the_server_refuses():
+    """Fuzzer: a matrix group named "" was valid by the document and a 422 from the server. The
+    document is checked with the JSON Schema validator schemathesis itself uses (jsonschema_rs)."""
+    import jsonschema_rs
+    from pydantic import ValidationError
+
+    validator = jsonschema_rs.validator_for(Matrix.model_json_schema())
+    body = {"groups": {"": ["mysql-source"], "b": ["mysql-target"]}}
+    assert not validator.is_valid(body)
+    with pytest.raises(ValidationError):
+        Matrix.model_validate(body)
+    assert validator.is_valid({"groups": {"eu": ["mysql-source"], "us-1": ["mysql-target"]}, "regions": {"eu": "x"}})

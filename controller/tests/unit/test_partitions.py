@@ -3,6 +3,7 @@ on both backends, persisted, healed back to exactly the shaping there was."""
 
 import pytest
 
+from laglab.errors import status_of
 from laglab.shaping import backends
 from laglab.shaping.manager import ShapingError
 from laglab.shaping.params import parse_request
@@ -68,7 +69,7 @@ def test_partition_refusals_name_the_field(tmp_path, a, b, status, message):
     m = manager(backends.KernelBackend(), tmp_path)
     with pytest.raises(ShapingError) as caught:
         m.partition(a, b)
-    assert caught.value.status == status
+    assert status_of(caught.value) == status
     assert caught.value.message.startswith(message)
 
 

@@ -1,0 +1,70 @@
+"""The one place the blueprints reach the lab's parts: typed accessors, each answering 503 (in one
+wording per part) when the part does not run in this controller (unit tests start the app without the
+recorder or shaping). Nothing else reads `app.extensions`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from flask import Flask, current_app
+
+from ..errors import ApiError
+
+if TYPE_CHECKING:
+    from ..app import Lab
+    from ..containers import Containers
+    from ..faults import FaultManager
+    from ..lag import LagRecorder
+    from ..load import LoadGenerator
+    from ..shaping.manager import ShapingManager
+
+KEY = "laglab"
+
+
+def lab_of(app: Flask) -> Lab:
+    return app.extensions[KEY]
+
+
+def lab() -> Lab:
+    return lab_of(current_app)
+
+
+def shaping() -> ShapingManager:
+    part = lab().shaping
+    if part is None:
+        raise ApiError(503, "shaping is not available in this controller")
+    return part
+
+
+def faults() -> FaultManager:
+    part = lab().faults
+    if part is None:
+        raise ApiError(503, "faults are not available in this controller")
+    return part
+
+
+def recorder() -> LagRecorder:
+    part = lab().recorder
+    if part is None:
+        raise ApiError(503, "the lag recorder is not running")
+    return part
+
+
+def load() -> LoadGenerator:
+    part = lab().load
+    if part is None:
+        raise ApiError(503, "the load panel needs the Docker API, which this controller does not use")
+    return part
+
+
+def containers() -> Containers | None:
+    """None where the controller runs without the Docker API (unit tests)."""
+    return lab().containers
+
+
+def for_runs() -> Lab:
+    """The lab, when it has what a scenario run needs (the recorder and shaping)."""
+    the_lab = lab()
+    if the_lab.shaping is None or the_lab.recorder is None:
+        raise ApiError(503, "runs need the lag recorder and shaping, which are not running in this controller")
+    return the_lab
