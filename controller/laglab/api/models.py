@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 from ..faults import ACTIONS
 from ..load import SCRIPTS
@@ -113,7 +113,17 @@ class ShapingBody(Body):
     reorder: Percent | None = Field(
         None, description="packets sent at once, overtaking held ones: no effect without a delay (as netem)"
     )
-    gap: Annotated[int, Field(ge=1, le=1000)] | None = Field(None, description="netem's reorder gap; needs a reorder")
+    # (the range spelled out for the document too: after a BeforeValidator pydantic writes "ge"/"le",
+    # which JSON Schema does not know, and 0 was schema-valid)
+    gap: (
+        Annotated[
+            int,
+            BeforeValidator(_integral),
+            Field(ge=1, le=1000),
+            WithJsonSchema({"type": "integer", "minimum": 1, "maximum": 1000}),
+        ]
+        | None
+    ) = Field(None, description="netem's reorder gap; needs a reorder")
     peer: Service | None = Field(None, description="only the link to this service")
     direction: Literal[DIRECTIONS] = "egress"  # type: ignore[valid-type]
     duration: Time | None = Field(None, examples=["60s"], description="revert by itself after this long (1s..24h)")

@@ -312,7 +312,14 @@ class Worker:
         for source, values in spec.items():
             fresh = Rule(**values)
             old = self.rules.get(source)
-            rules[source] = old if old is not None and old.spec == fresh.spec else fresh
+            if old is not None and old.spec == fresh.spec:
+                rules[source] = old
+            else:
+                # As netem: a packet that arrives after a change gets the new delay at once, and may
+                # overtake packets held at the old one (a lowered delay shows on the next packet, not
+                # once the held ones have gone). Between changes a source's packets keep their order.
+                rules[source] = fresh
+                self.last_due.pop(source, None)
         self.rules = rules
         whole = any(rule.whole for rule in self.rules.values())
         if whole != self.whole:
@@ -395,11 +402,12 @@ class Worker:
             timeout = 0.0 if self.backlog else max(0.0, self.held[0][0] - now) if self.held else 1.0
             readable, _, _ = select.select([self.sock, control_fd], [], [], timeout)
             now = time.monotonic()
-            out = self.receive(now) if self.sock in readable or self.backlog else []
+            # New rules first: the packets read in the same wake-up already get them (a change is in
+            # effect for the first packet that reaches the queue after it).
             if control_fd in readable:
                 chunk = os.read(control_fd, 65536)
                 if not chunk:  # the controller went away: let every held packet go, then stop
-                    self.send(out + self.release(now, everything=True))
+                    self.send(self.receive(now) + self.release(now, everything=True))
                     self.send_duplicates()
                     return
                 pending += chunk
@@ -407,6 +415,7 @@ class Worker:
                 for line in lines:
                     if line.strip():
                         self.set_rules(json.loads(line))
+            out = self.receive(now) if self.sock in readable or self.backlog else []
             out += self.release(now)
             if out:
                 self.send(out)

@@ -177,3 +177,19 @@ def test_delete_interrupts_a_run_in_progress_and_forgets_a_finished_one(app, cli
     assert runs["running"].cancelled and "running" in runs, "interrupted, still listed until its cleanup is done"
     assert client.delete("/api/runs/done").status_code == 202
     assert "done" not in runs and client.get("/api/runs/done").status_code == 404
+
+
+def test_a_whole_number_written_as_a_float_is_a_gap(client):
+    """Fuzzer: `"gap": 99.0` is an integer to JSON Schema, and was a 400 (`input should be a valid
+    integer`)."""
+    from laglab.api.models import ShapingBody
+
+    assert ShapingBody.model_validate({"gap": 99.0, "reorder": "10%", "delay": "1ms"}).gap == 99
+
+
+def test_the_gaps_range_is_in_the_document():
+    """A float-tolerant gap lost its range in the document ({"ge": 1} inside anyOf): 0 was schema-valid."""
+    from laglab.api.models import ShapingBody
+
+    gap = ShapingBody.model_json_schema()["properties"]["gap"]["anyOf"][0]
+    assert (gap["minimum"], gap["maximum"]) == (1, 1000)

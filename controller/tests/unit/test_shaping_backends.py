@@ -252,3 +252,17 @@ def test_a_worker_keeps_the_state_of_the_rules_that_did_not_change():
     assert worker.rules["10.0.0.4"].delay == 0.009
     worker.set_rules({"10.0.0.2": {**ge, "gemodel": [0.1, 0.3, 1.0, 0.0]}})
     assert worker.rules["10.0.0.2"] is not kept and worker.rules["10.0.0.2"].bad is False
+
+
+def test_after_a_change_a_new_packet_gets_the_new_delay_at_once_as_netem():
+    """A lowered delay showed only once the packets held at the old one had gone (~40 ms for 60 -> 20):
+    now, as netem, the next packet is held for the new delay and may overtake them."""
+    from laglab.shaping import nfqueue
+
+    worker = nfqueue.Worker(1, connect=False)
+    worker.set_rules({"10.0.0.2": {"delay": 0.060}})
+    worker.last_due["10.0.0.2"] = 100.060  # a packet that arrived at 100.0 is held until 100.060
+    worker.set_rules({"10.0.0.2": {"delay": 0.060}})  # the same rule again: order kept
+    assert worker.last_due["10.0.0.2"] == 100.060
+    worker.set_rules({"10.0.0.2": {"delay": 0.020}})
+    assert "10.0.0.2" not in worker.last_due  # a packet at 100.001 is due at 100.021, ahead of the held one
