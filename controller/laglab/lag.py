@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import logging
 import threading
 import time
 from dataclasses import dataclass
@@ -26,6 +27,8 @@ import pymysql
 
 from .db import META_SCHEMA, Dialect, Endpoint, connect, replica_field, server_dialect
 from .results import Fanout, Run, iso
+
+log = logging.getLogger("laglab.lag")
 
 COLUMNS = [
     "replica",
@@ -203,7 +206,7 @@ class Ticker:
             try:
                 self.fn()
             except Exception as error:  # the recorder must outlive anything one tick does
-                print(f"{threading.current_thread().name}: unexpected {type(error).__name__}: {error}", flush=True)
+                log.exception("%s: unexpected %s: %s", threading.current_thread().name, type(error).__name__, error)
             next_at += self.interval
             now = time.monotonic()
             if next_at < now:  # late: skip the ticks already missed

@@ -1,17 +1,21 @@
 """The userspace shaping worker: holds packets queued by iptables NFQUEUE, then accepts or drops them.
 
-Runs inside one receiving container's network namespace (started by the executor through nsenter),
-bound to queue 0 of that namespace. Packets reach it from INPUT rules matched on their source
-address; each source has its own delay, jitter (uniform, normal, pareto, paretonormal), loss, correlation and
-reorder, read as JSON lines on stdin (`{"10.1.0.2": {"delay": 0.1, "jitter": 0.0, "loss": 0.0,
-"distribution": "uniform", "correlation": 0.0, "reorder": 0.0}, "*": {...}}`) and changed in place
-without dropping a packet. Held packets from one source leave in the order they came (jitter never
-reorders; TCP on a reordering link measures the reordering, not the latency); `reorder` is the share
-sent at once, ahead of them, as netem's.
+One worker per receiving container, started by the controller (through the executor) in the namespace
+that holds the lab's bridge, bound to that receiver's own queue (a number derived from the project and
+the service). Packets reach it from the raw table's PREROUTING chain on the bridge (userspace.py),
+matched on source and destination before conntrack and before the receiver's namespace, so every tool
+in the receiver sees the delay. Each source has its own delay, jitter (uniform, normal, pareto,
+paretonormal), loss or Gilbert-Elliott model, correlation, reorder, duplicate and corrupt, read as JSON
+lines on stdin (`{"10.1.0.2": {"delay": 0.1, ...}, "*": {...}}`) and changed in place without dropping
+a packet; a source whose values did not change keeps its state (the Gilbert-Elliott chain, the
+correlated draws). Held packets from one source leave in the order they came (jitter never reorders;
+TCP on a reordering link measures the reordering, not the latency); `reorder` is the share sent at
+once, ahead of them, as netem's. After a change, as netem, a new packet gets the new delay at once and
+may overtake those held at the old one.
 
 Pure Python over a raw netlink socket (nfnetlink_queue): one non-blocking loop, select() with a
 timeout to the next due packet, verdicts for all due packets sent in one datagram.
-Run: python -m laglab.shaping.nfqueue [--queue 0]
+Run: python -m laglab.shaping.nfqueue --queue N [--rules JSON]
 """
 
 from __future__ import annotations

@@ -19,7 +19,6 @@ differs from what it should be, and removed on a clear, a normal stop and `make 
 
 from __future__ import annotations
 
-import io
 import json
 import select
 import subprocess
@@ -97,8 +96,6 @@ def apply_userspace_tc(executor: Executor, pid: int, plan: NamespacePlan, previo
 def _wait_ready(proc, timeout: float) -> None:
     """Until the worker says it is bound to its queue: before that, --queue-bypass lets packets through
     unshaped, so a request is answered only once it is in effect."""
-    if isinstance(proc.stdout, io.StringIO):  # dry run
-        return
     ready, _, _ = select.select([proc.stdout], [], [], timeout)
     line = proc.stdout.readline() if ready else ""
     if line.strip() != "ready":
@@ -301,6 +298,8 @@ class UserspaceBackend:
         )
         self.workers[service] = (queue, proc)
         self.sent[service] = rules
+        if executor.dry_run:  # a dry run's process says nothing
+            return
         try:
             _wait_ready(proc, self.READY_TIMEOUT)
         except OSError:

@@ -10,8 +10,8 @@ import subprocess
 
 import pytest
 
-from laglab.capture import Capture, one_way_ms
 from laglab.stats import percentile
+from tests.capture import Capture, one_way_ms
 
 
 @pytest.fixture(autouse=True)

@@ -10,8 +10,8 @@ import threading
 
 import pytest
 
-from laglab.capture import Capture
 from laglab.db import connect
+from tests.capture import Capture
 
 from .conftest import wait_until
 from .test_scenarios import run_scenario
