@@ -58,3 +58,11 @@ def test_every_image_compose_names_is_in_env_example():
     documented = set(re.findall(r"^(\w+_IMAGE)=", (ROOT / ".env.example").read_text(), re.M))
     assert {"DTLE_IMAGE", "CONSUL_IMAGE"} <= names
     assert names - documented == set()
+
+
+def test_the_dtle_agents_and_consul_come_back_after_a_kill():
+    """Issue #21: the agents had no restart policy; a killed dtle-dst stayed down and the hand-back failed."""
+    services = compose()["services"]
+    assert {name: services[name].get("restart") for name in ("consul", "dtle-src", "dtle-dst")} == {
+        "consul": "unless-stopped", "dtle-src": "unless-stopped", "dtle-dst": "unless-stopped",
+    }  # fmt: skip
