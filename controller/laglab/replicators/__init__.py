@@ -1,7 +1,8 @@
 """Replicator kinds: one module each, one interface (`base.Replicator`) the scenario runner drives.
 
-To add a kind: a module here with a subclass of `Replicator` (or `SourceToTarget`, `Cluster`), its
-class in KINDS below, and its options' fields in `scenarios/spec.py`'s `Replicator` model.
+To add a kind: a module here with a subclass of `Replicator` (or `SourceToTarget`, `Cluster`), with
+its options as its own `Options` model (and the ones a sweep may vary in `sweepable`), and its class in
+KINDS below. The scenario schema builds its `replicator:` section from the kinds.
 """
 
 from __future__ import annotations

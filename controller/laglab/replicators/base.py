@@ -11,9 +11,11 @@ A run drives every kind the same way, point after point:
     consistency()              after the last point: nothing lost, nothing extra
     restore()                  back to the lab's defaults (the run's cleanup, or a change of kind)
 
-A new kind is one module here with a subclass, and one line in `replicators.KINDS`. Class attributes
-tell the scenario schema what the kind owns: the `replicator.<option>` names, the link a scenario
-shapes when the file names none, and whether points need a `cluster:` section.
+A new kind is one module here with a subclass (its options in its own `Options` model), and one line
+in `replicators.KINDS`. Class attributes
+tell the scenario schema what the kind owns: its `Options` model (the `replicator.<option>` keys) and
+which of them a sweep may vary, the link a scenario shapes when the file names none, and whether points
+need a `cluster:` section.
 """
 
 from __future__ import annotations
@@ -30,12 +32,22 @@ Sleep = Callable[[float], None]
 
 class Replicator:
     kind: ClassVar[str]
-    options: ClassVar[tuple[str, ...]] = ()  # the scenario's replicator.<option> fields of this kind
+    # The kind's own options: a pydantic model whose fields are the scenario's replicator.<option> keys
+    # (scenarios/spec.py builds its `replicator:` section from every kind's), and which of them a sweep
+    # may vary. A new kind with options touches no shared schema.
+    Options: ClassVar[type | None] = None
+    sweepable: ClassVar[tuple[str, ...]] = ()
+    options: ClassVar[tuple[str, ...]] = ()  # its Options' field names (set from Options)
     default_link: ClassVar[tuple[str, str]] = ("mysql-source", "mysql-target")
     clustered: ClassVar[bool] = False  # points carry a `cluster:` section (three nodes)
     records_lag: ClassVar[bool] = True  # the heartbeat lag mysql-source -> mysql-target measures this kind
     # What consistency() compares: kinds with the same scope check the same thing, once per run.
     consistency_scope: ClassVar[str] = "mysql-source -> mysql-target"
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "Options" in cls.__dict__:
+            cls.options = tuple(cls.Options.model_fields) if cls.Options is not None else ()
 
     def __init__(self, lab):
         self.lab = lab

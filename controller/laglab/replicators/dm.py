@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Literal
 
 import yaml
+from pydantic import BaseModel, ConfigDict, Field
 
 from .. import consistency
 from ..containers import put_files
@@ -127,11 +129,24 @@ def parse_metrics(text: str, task: str = TASK) -> float | None:
     return max(values) if values else None
 
 
+class DmOptions(BaseModel):
+    """The task's units."""
+
+    model_config = ConfigDict(extra="forbid")
+    task_mode: Literal["all", "full", "incremental"] = "incremental"
+    mydumper_threads: int = Field(4, ge=1, le=256)
+    mydumper_rows: int = Field(0, ge=0)
+    loader_pool_size: int = Field(16, ge=1, le=1024)
+    syncer_worker_count: int = Field(16, ge=1, le=1024)
+    syncer_batch: int = Field(100, ge=1, le=100_000)
+
+
 class Dm(SourceToTarget):
     """mysql-source -> dm-worker -> TiDB (tidb:4000), driven with dmctl inside the dm-master container."""
 
     kind = "dm"
-    options = ("task_mode", "mydumper_threads", "mydumper_rows", "loader_pool_size", "syncer_worker_count", "syncer_batch")  # fmt: skip
+    Options = DmOptions
+    sweepable = ("syncer_worker_count", "syncer_batch")
     default_link = ("mysql-source", "dm-worker")  # the source to the worker reading its binlog
     consistency_scope = "mysql-source -> tidb"
     WORKDIR = "/laglab-dm"  # inside the dm-master container

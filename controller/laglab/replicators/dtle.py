@@ -13,6 +13,9 @@ from __future__ import annotations
 import contextlib
 import time
 from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from .. import consistency
 from ..db import META_SCHEMA
@@ -277,6 +280,23 @@ class HandBackFailed(DriverError):
 REPAIR = "make up PROFILE=dtle"  # the set-up job resumes native from DTLE's record (handover.verdict)
 
 
+def _group_timeout(value):
+    if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 3_600_000):
+        return value
+    raise ValueError(f"{value!r} is not a whole number of ms (1..3600000) or 'auto'")
+
+
+class DtleOptions(BaseModel):
+    """The job's grouping and buffers. group_timeout_ms "auto" = 2 x one-way delay - 10 ms of the
+    point's link, as the reference experiments set it."""
+
+    model_config = ConfigDict(extra="forbid")
+    group_max_size: int = Field(1, ge=1, le=1 << 30, description="bytes")
+    group_timeout_ms: Annotated[int | Literal["auto"], BeforeValidator(_group_timeout)] = 100
+    repl_chan_buffer_size: int = Field(32, ge=1, le=100_000)
+    chunk_size: int = Field(2000, ge=1, le=1_000_000)
+
+
 class Dtle(SourceToTarget):
     """mysql-source -> dtle-src ~~ dtle-dst -> mysql-target, with native replication paused meanwhile.
 
@@ -291,7 +311,8 @@ class Dtle(SourceToTarget):
     Gtid there over the job's own."""
 
     kind = "dtle"
-    options = ("group_max_size", "group_timeout_ms", "repl_chan_buffer_size", "chunk_size")
+    Options = DtleOptions
+    sweepable = ("group_max_size", "group_timeout_ms")
     default_link = ("dtle-src", "dtle-dst")  # the agents' NATS link (the reference shaped it)
     HANDOVER_TIMEOUT = 300.0
 

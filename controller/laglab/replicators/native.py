@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from .. import consistency
 from ..db import (
@@ -304,9 +307,21 @@ def option_statements(dialect: Dialect, wanted: tuple) -> list[tuple[str, str]]:
     ]
 
 
+class NativeOptions(BaseModel):
+    """The replica connection's options a point sets (MySQL; MariaDB runs with the defaults only)."""
+
+    model_config = ConfigDict(extra="forbid")
+    compression: Literal["uncompressed", "zlib", "zstd"] = "uncompressed"
+    zstd_level: int = Field(3, ge=1, le=22)
+    binlog_transaction_compression: bool = False
+    ssl: bool = False
+    semi_sync: bool = False
+
+
 class Native(SourceToTarget):
     kind = "native"
-    options = ("compression", "zstd_level", "binlog_transaction_compression", "ssl", "semi_sync")
+    Options = NativeOptions
+    sweepable = ("compression", "binlog_transaction_compression", "ssl", "semi_sync")
 
     def __init__(self, lab):
         super().__init__(lab)

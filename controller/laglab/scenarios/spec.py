@@ -20,6 +20,7 @@ from pydantic import (
     Field,
     ValidationError,
     ValidationInfo,
+    create_model,
     field_validator,
     model_validator,
 )
@@ -52,15 +53,8 @@ SWEEPABLE = (
     "load.threads",
     "load.protocol",
     "replicator",
-    "replicator.compression",
-    "replicator.binlog_transaction_compression",
-    "replicator.ssl",
     "replicator.kind",
-    "replicator.semi_sync",
-    "replicator.group_max_size",
-    "replicator.group_timeout_ms",
-    "replicator.syncer_worker_count",
-    "replicator.syncer_batch",
+    *(f"replicator.{name}" for cls in KINDS.values() for name in cls.sweepable),
     "cluster.delay",
 )
 
@@ -71,31 +65,9 @@ class ScenarioError(ValueError):
         self.path, self.message = path, message
 
 
-class Replicator(Section):
-    """The kind (laglab.replicators.KINDS) and every kind's options; each kind owns its own (the class's
-    `options`) and an option of another kind is an error naming it."""
-
-    # native: mysql-source -> mysql-target. group-replication, galera: the profiles' three-node clusters
-    # (with a `cluster:` section); the compression/ssl options below are native replication's.
-    kind: Literal[tuple(KINDS)] = "native"  # type: ignore[valid-type]
-    compression: Literal["uncompressed", "zlib", "zstd"] = "uncompressed"
-    zstd_level: int = Field(3, ge=1, le=22)
-    binlog_transaction_compression: bool = False
-    ssl: bool = False
-    semi_sync: bool = False
-    # dtle (profile dtle): the job's grouping and buffers. group_timeout_ms "auto" = 2 x one-way delay
-    # - 10 ms of the point's link, as the reference experiments set it.
-    group_max_size: int = Field(1, ge=1, le=1 << 30, description="bytes")
-    group_timeout_ms: int | Literal["auto"] = 100
-    repl_chan_buffer_size: int = Field(32, ge=1, le=100_000)
-    chunk_size: int = Field(2000, ge=1, le=1_000_000)
-    # dm (profile dm): the task's units.
-    task_mode: Literal["all", "full", "incremental"] = "incremental"
-    mydumper_threads: int = Field(4, ge=1, le=256)
-    mydumper_rows: int = Field(0, ge=0)
-    loader_pool_size: int = Field(16, ge=1, le=1024)
-    syncer_worker_count: int = Field(16, ge=1, le=1024)
-    syncer_batch: int = Field(100, ge=1, le=100_000)
+class _Replicator(Section):
+    """The kind (laglab.replicators.KINDS) and every kind's options, flat as a scenario file writes them;
+    each kind owns its own (its `Options` model) and an option of another kind is an error naming it."""
 
     @model_validator(mode="after")
     def _options_of_the_kind(self):
@@ -108,12 +80,20 @@ class Replicator(Section):
                     raise ValueError(f"replicator.{name}: an option of kind {kind}, not {self.kind}")
         return self
 
-    @field_validator("group_timeout_ms", mode="before")
-    @classmethod
-    def _group_timeout(cls, value):
-        if value == "auto" or (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 3_600_000):
-            return value
-        raise ValueError(f"{value!r} is not a whole number of ms (1..3600000) or 'auto'")
+
+def _replicator_model() -> type[Section]:
+    """The `replicator:` section: `kind` and every kind's Options fields, built from the kinds (a new
+    kind's options come with its module; nothing here names them)."""
+    fields: dict = {"kind": (Literal[tuple(KINDS)], "native")}  # type: ignore[valid-type]
+    for cls in KINDS.values():
+        for name, info in cls.Options.model_fields.items() if cls.Options is not None else ():
+            if name in fields:
+                raise TypeError(f"replicator option {name} is declared by two kinds")
+            fields[name] = (info.annotation, info)
+    return create_model("Replicator", __base__=_Replicator, **fields)
+
+
+Replicator = _replicator_model()
 
 
 class Data(Section):

@@ -145,3 +145,29 @@ def test_times_are_seconds_parsed_once_and_dumped_as_times():
     assert (dumped["load"]["duration"], dumped["warmup"], dumped["link"]["rtt"]) == ("90s", "1500ms", "250ms")
     again = load_text(json.dumps(dumped)).points[0].scenario  # the resolved copy loads back the same
     assert again == s
+
+
+def test_a_new_replicator_kind_brings_its_options_and_touches_no_shared_schema(monkeypatch):
+    """Issue #22: a new kind edited KINDS, spec.py's Replicator and SWEEPABLE."""
+    from pydantic import BaseModel, Field, ValidationError
+
+    from laglab.replicators import KINDS
+    from laglab.replicators.base import SourceToTarget
+    from laglab.scenarios import spec
+
+    class EchoOptions(BaseModel):
+        echo_depth: int = Field(3, ge=1, le=9)
+
+    class Echo(SourceToTarget):
+        kind = "echo"
+        Options = EchoOptions
+        sweepable = ("echo_depth",)
+
+    assert Echo.options == ("echo_depth",)
+    monkeypatch.setitem(KINDS, "echo", Echo)
+    model = spec._replicator_model()
+    assert model.model_validate({"kind": "echo", "echo_depth": 5}).echo_depth == 5
+    with pytest.raises(ValidationError, match="less than or equal to 9"):
+        model.model_validate({"kind": "echo", "echo_depth": 10})
+    with pytest.raises(ValidationError, match="replicator.echo_depth: an option of kind echo, not native"):
+        model.model_validate({"kind": "native", "echo_depth": 5})
