@@ -150,7 +150,7 @@ def test_a_failing_step_is_an_event_with_its_error():
         ("{at: 1s, shaping: {service: a, delay: 5}}", "timeline.0.shaping.delay: 5 has no unit; write it like '5ms' (units: us, ms, s)"),
         ("{at: 1s, every: 5s, duration: 6s, partition: {a: [x], b: [y]}}", "timeline.0.duration: must be shorter than every (one occurrence is undone before the next)"),
         ("{at: 1s, trace: {link: [a, b], file: ../../etc/passwd}}", "timeline.0.trace.file: '../../etc/passwd' must be a path under the scenarios folder"),
-        ("{at: 1s}", "timeline.0: give exactly one of shaping, clear, partition, heal, fault, trace (got none)"),
+        ("{at: 1s}", "timeline.0: give exactly one of clear, fault, heal, partition, shaping, trace (got none)"),
     ],
 )  # fmt: skip
 def test_invalid_steps_name_the_key_path(step, message, tmp_path):
@@ -163,3 +163,34 @@ def test_a_timeline_needs_a_load_that_lasts():
     with pytest.raises(ScenarioError) as caught:
         load_text("name: t\nload: {tool: mysqlslap}\ntimeline:\n  - {at: 0s, heal: all}\n")
     assert str(caught.value).startswith("timeline: needs a load that runs for load.duration")
+
+
+def test_a_new_step_kind_is_one_registered_class(monkeypatch):
+    """Issue #22: a step kind was an optional field of Step and a branch in four places of the runner."""
+    from typing import ClassVar
+
+    from laglab.scenarios import timeline
+    from laglab.scenarios.steps import KINDS, StepKind
+
+    class Beep(StepKind):
+        name: ClassVar[str] = "beep"
+        loud: bool = False
+        done: ClassVar[list] = []
+
+        def describe(self) -> str:
+            return f"beep{' loudly' if self.loud else ''}"
+
+        def do(self, run, key, step):
+            Beep.done.append((run.point, self.loud))
+            return 123.0, True
+
+    monkeypatch.setitem(KINDS, "beep", Beep)
+    step = timeline.step_model().model_validate({"at": "0s", "beep": {"loud": True}})
+    assert (step.action, step.kind.describe()) == ("beep", "beep loudly")
+    events = []
+    lab = SimpleNamespace(shaping=FakeShaping([]), faults=FakeFaults([]))
+    run = timeline.TimelineRun(lab, [step], 5.0, 7, events.append)
+    [(_, _, number, text, fn)] = run._schedule()
+    run._run(number, text, 100.0, fn)
+    assert Beep.done == [(7, True)]
+    assert (events[0]["action"], events[0]["text"], events[0]["effect_ms"]) == ("beep", "beep loudly", 23000.0)

@@ -1,0 +1,22 @@
+"""`clear: {link: [a, b]}` (or a service and its peer): that shaping removed; it ends a disruption."""
+
+from __future__ import annotations
+
+from .base import StepKind, now, register
+from .target import Target
+
+
+@register
+class ClearStep(StepKind, Target):
+    name = "clear"
+    undone_by_duration = False
+
+    def describe(self) -> str:
+        return f"clear {self.where()}"
+
+    def receivers(self) -> set[str]:
+        return set()  # nothing is held once it is cleared
+
+    def do(self, run, key, step):
+        run.lab.shaping.change([], removes=self.keys())
+        return now(), True

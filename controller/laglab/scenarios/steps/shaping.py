@@ -1,0 +1,45 @@
+"""`shaping: {link: [a, b], delay: 40ms, loss: 1%}`: netem's words, as PUT /api/shaping takes them;
+undone (the link's shaping before it restored) after its duration."""
+
+from __future__ import annotations
+
+from pydantic import ConfigDict, model_validator
+
+from ...shaping.params import ParamError
+from .base import StepKind, no_bare_times, now, register
+from .target import Target
+
+
+@register
+class ShapingStep(StepKind, Target):
+    name = "shaping"
+    model_config = ConfigDict(extra="allow")
+
+    @property
+    def body(self) -> dict:
+        return dict(self.model_extra or {})
+
+    @model_validator(mode="after")
+    def _valid_body(self):
+        for key in ("duration", "direction"):
+            if key in self.body:
+                raise ValueError(f"{key}: set by the step (its duration), not in the shaping")
+        no_bare_times(self.body)
+        try:
+            self.requests(self.body)
+        except ParamError as error:
+            raise ValueError(error.message) from None
+        return self
+
+    def describe(self) -> str:
+        return f"shaping {self.where()}: " + " ".join(f"{k} {v}" for k, v in self.body.items())
+
+    def receivers(self) -> set[str]:
+        return Target.receivers(self)
+
+    def do(self, run, key, step):
+        shaping = run.lab.shaping
+        saved = shaping.snapshot(self.keys())
+        shaping.change(self.requests(self.body))
+        run.later(key, step, lambda: shaping.restore(saved))
+        return now(), False
