@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from laglab.errors import status_of
 from laglab.shaping.manager import ShapingError
 from laglab.shaping.params import parse_request
 from laglab.stats import percentile
@@ -326,7 +327,7 @@ def test_userspace_refuses_a_rate_on_ingress_naming_what_to_do(namespaces, tmp_p
     m = make_manager("userspace", namespaces, tmp_path / "u.json")
     with pytest.raises(ShapingError) as caught:
         m.put(SRC, parse_request({"rate": "10mbit", "direction": "ingress"}))
-    assert caught.value.status == 422 and "put the rate on each sender's link to it" in caught.value.message
+    assert status_of(caught.value) == 422 and "put the rate on each sender's link to it" in caught.value.message
 
 
 def test_the_harness_is_a_netem_kernel():
