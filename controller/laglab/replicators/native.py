@@ -138,6 +138,16 @@ def _resume_after_hand_over(conn, dialect, status, source, repl_user, repl_passw
     if dtle_job is not None and dtle_job() == "running":
         say("replication is handed to DTLE and its job is running (a run in progress?): left to DTLE")
         return "left to DTLE"
+    if status and replica_field(status, "Replica_SQL_Running") == "Yes":
+        # Read again once it is stopped: a running replica applies more between the reading and the
+        # resume, and a set read before would leave a hole that auto-positioning never fills.
+        with conn.cursor() as cur:
+            cur.execute(dialect.stop_replica)
+        verdict = handover.verdict(conn, source_executed)
+        if verdict.resume_from is None:
+            with conn.cursor() as cur:
+                cur.execute(dialect.start_replica)
+            return None
     say(f"replica resumes from DTLE's record of what it applied: {verdict.reason}")
     if not status:  # no channel (a target that was reset meanwhile): point it at the source first
         sql, args = dialect.change_source(source.host, source.port, repl_user, repl_password)

@@ -39,6 +39,8 @@ def put_native_back(target_ep, source_ep):
     dst = connect(target_ep, timeout=5, read_timeout=60)
     try:
         status = replica(dst)
+        with dst.cursor() as cur:  # stopped before its set is read: a running replica would leave a hole
+            cur.execute("STOP REPLICA")
         executed = one(dst, "SELECT @@GLOBAL.gtid_executed AS g")["g"]
         src = connect(source_ep, timeout=5)
         try:
@@ -47,6 +49,9 @@ def put_native_back(target_ep, source_ep):
             src.close()
         if mine or handover.held(dst) or status.get("Replica_SQL_Running") != "Yes":
             handover.resume(dst, handover.subtract(dst, executed, mine))
+        else:
+            with dst.cursor() as cur:
+                cur.execute("START REPLICA")
         with dst.cursor() as cur:
             cur.execute("SET SESSION sql_log_bin = 0")
             cur.execute("DROP DATABASE IF EXISTS dtle")
