@@ -20,7 +20,6 @@ import yaml
 
 from ..replicators import KINDS, for_kind
 from ..results import Run, iso
-from ..shaping.params import parse_request
 from . import environment, measure, report, summarise
 from .recording import PointRecording
 from .spec import Plan, Point, describe_point
@@ -275,8 +274,8 @@ class ScenarioRun:
         replicator.wait_caught_up(300, sleep=self._sleep)
         if plan.shaping:
             self._check("applying shaping")
-            for service, body in plan.shaping:
-                shaping.put(service, parse_request(body))
+            for service, request in plan.shaping:
+                shaping.put(service, request)
         self._check("verifying shaping")
         verification = measure.verify_link(self.lab, plan.verify)
         self._check("load (warm-up)" if plan.load.warmup else "load")

@@ -29,7 +29,7 @@ from .. import presets
 from ..load import SCRIPTS, Profile
 from ..replicators import KINDS
 from ..shaping.matrix import Matrix, MatrixError
-from ..shaping.params import ParamError, format_time, parse_percent, parse_rate
+from ..shaping.params import Impairment, ParamError, Request, format_time, half_link, parse_percent, parse_rate
 from .fields import Seconds, Section
 from .timeline import Step
 
@@ -161,20 +161,29 @@ class Link(Section):
     def rate_bits(self) -> float | None:
         return parse_rate("rate", self.rate) if self.rate else None
 
-    def shaping_body(self, reverse: bool = False) -> dict:
-        """What each end of the link gets: half the RTT (as the reference experiments did), its rate
-        (`reverse`: the second service's end, which sends rate_reverse when there is one)."""
-        body: dict = {}
-        if self.rtt:
-            body["delay"] = f"{self.rtt * 1000 / 2:g}ms"
-        if self.jitter:
-            body["jitter"] = f"{self.jitter * 1000 / 2:g}ms"
-        if parse_percent("loss", self.loss):
-            body["loss"] = self.loss
-        rate = (self.rate_reverse or self.rate) if reverse else self.rate
-        if rate:
-            body["rate"] = rate
-        return body
+    def requests(self) -> tuple[tuple[str, Request], ...]:
+        """What each end of the link gets: half the RTT and jitter (as the reference experiments did), the
+        loss, its own rate (the second service sends rate_reverse when there is one)."""
+        a, b = self.between
+        loss = parse_percent("loss", self.loss)
+        ends = ((a, b, self.rate), (b, a, self.rate_reverse or self.rate))
+        out = []
+        for service, peer, rate in ends:
+            rate_bits = parse_rate("rate", rate) if rate else None
+            request = half_link(peer, rtt=self.rtt, jitter=self.jitter, loss=loss, rate=rate_bits)
+            if request is not None:
+                out.append((service, request))
+        return tuple(out)
+
+    @model_validator(mode="after")
+    def _applicable(self):
+        """The rules across fields (jitter needs a round trip) checked before anything runs."""
+        if self.matrix is None:
+            try:
+                self.requests()
+            except ParamError as error:
+                raise ValueError(str(error)) from None
+        return self
 
 
 class Cluster(Section):
@@ -323,7 +332,7 @@ class LoadPlan:
 class PointPlan:
     """A point resolved completely: the runner never goes back to the scenario for these."""
 
-    shaping: tuple[tuple[str, dict], ...]  # (service, PUT /api/shaping body) in order
+    shaping: tuple[tuple[str, Request], ...]  # (service, shaping of it) in order
     verify: VerifyPlan
     load: LoadPlan
     links: tuple[tuple[str, str], ...]  # link counters recorded for the point (both directions)
@@ -342,22 +351,21 @@ class Point(Section):
             services = KINDS[s.replicator.kind].services()  # type: ignore[attr-defined]
             a, b = services[s.cluster.write_node - 1], services[s.cluster.delayed_node - 1]
             if s.link.matrix is not None:  # the nodes sit in sites: the matrix is all the delay
-                shaping, rtt_ms = tuple(s.link.matrix.bodies()), s.link.matrix.rtt_ms(a, b)
+                shaping, rtt_ms = tuple(s.link.matrix.requests()), s.link.matrix.rtt_ms(a, b)
             else:
-                shaping = ((b, {"delay": format_time(s.cluster.delay)}),) if s.cluster.delay else ()
+                shaping = ((b, Request(Impairment(delay=s.cluster.delay))),) if s.cluster.delay else ()
                 rtt_ms = s.cluster.delay * 1000
             verify = VerifyPlan(a, b, rtt_ms, None, s.verify)
             target, warmup = a, 0.0
         elif s.link.matrix is not None:
             a, b = s.link.between
-            shaping = tuple(s.link.matrix.bodies())
+            shaping = tuple(s.link.matrix.requests())
             verify = VerifyPlan(a, b, s.link.matrix.rtt_ms(a, b), None, s.verify)
             target, warmup = s.load.target, s.warmup
         else:
             # Half the RTT (and the rate) at each end of the link, as the reference experiments did.
             a, b = s.link.between
-            there, back = s.link.shaping_body(), s.link.shaping_body(reverse=True)
-            shaping = ((a, {**there, "peer": b}), (b, {**back, "peer": a})) if there or back else ()
+            shaping = s.link.requests()
             verify = VerifyPlan(a, b, s.link.rtt * 1000, s.link.rate_bits, s.verify)
             target, warmup = s.load.target, s.warmup
         load = LoadPlan(

@@ -10,7 +10,8 @@ import math
 
 from ..executor import Executor
 from .backend import DEV, UNSHAPED, Applied, _bytes, htb_commands, read_back_kernel
-from .params import Shaping, format_rate, format_time
+from .impairment import Impairment, format_rate
+from .params import Direction
 from .plan import EgressPlan, Entry, build_egress
 
 
@@ -22,7 +23,7 @@ class KernelBackend:
 
     @staticmethod
     def unsupported(entry: Entry) -> tuple[str, str] | None:
-        if entry.direction != "egress":
+        if entry.direction is not Direction.EGRESS:
             return "direction", "the kernel backend shapes egress only (ingress needs ifb, not built yet)"
         return None
 
@@ -31,37 +32,13 @@ class KernelBackend:
         return build_egress(entries, ips)
 
     @staticmethod
-    def netem_args(s: Shaping, rate: float | None) -> list[str]:
-        args = ["netem"]
+    def netem_args(s: Impairment, rate: float | None) -> list[str]:
         # Queue limit: enough packets for rate x delay (netem's default of 1000 drops at high rate x delay).
         in_flight = (rate or UNSHAPED) / 8 * (s.delay + s.jitter) / 1500
-        args += ["limit", str(max(1000, math.ceil(in_flight * 1.5)))]
-        if s.delay:
-            args += ["delay", format_time(s.delay)]
-            if s.jitter:
-                args += [format_time(s.jitter)]
-                if s.correlation:
-                    args += [f"{s.correlation * 100:g}%"]
-                if s.distribution:
-                    args += ["distribution", s.distribution]
-        if s.gemodel:
-            args += ["loss", "gemodel", *(f"{v * 100:g}%" for v in s.gemodel)]
-        if s.loss:
-            args += ["loss", f"{s.loss * 100:g}%"]
-            if s.correlation:
-                args += [f"{s.correlation * 100:g}%"]
-        # The one correlation of the API goes with every draw that takes one, as the userspace worker does.
-        corr = [f"{s.correlation * 100:g}%"] if s.correlation else []
-        if s.duplicate:
-            args += ["duplicate", f"{s.duplicate * 100:g}%", *corr]
-        if s.corrupt:
-            args += ["corrupt", f"{s.corrupt * 100:g}%", *corr]
-        if s.reorder:
-            args += ["reorder", f"{s.reorder * 100:g}%", *corr, *(["gap", str(s.gap)] if s.gap else [])]
-        return args
+        return ["netem", "limit", str(max(1000, math.ceil(in_flight * 1.5))), *s.netem_args()]
 
     @staticmethod
-    def layout(service_wide: Shaping | None, per_peer: dict[str, Shaping]) -> tuple:
+    def layout(service_wide: Impairment | None, per_peer: dict[str, Impairment]) -> tuple:
         """What the qdisc tree looks like, values aside. Two plans of one layout differ only in values,
         and `tc ... replace` of the same handles changes them in place: no queued packet is dropped.
         Another layout starts from an empty root (a netem root cannot be replaced by htb: 'Invalid
@@ -71,7 +48,7 @@ class KernelBackend:
         return ("htb", service_wide is not None, tuple(sorted(per_peer)))
 
     def tc_commands(
-        self, service_wide: Shaping | None, per_peer: dict[str, Shaping], in_place: bool = False
+        self, service_wide: Impairment | None, per_peer: dict[str, Impairment], in_place: bool = False
     ) -> list[list[str]]:
         """Egress of one container: netem root (+ tbf child for a rate), or htb with a class and a
         netem leaf per peer when any peer has its own settings. `in_place`: the same layout is there

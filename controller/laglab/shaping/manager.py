@@ -25,7 +25,8 @@ from ..containers import Containers, LabContainer
 from ..errors import Kind, LabError
 from ..executor import CommandError, Executor
 from .backend import Applied, Backend
-from .params import ParamError, Request, Shaping, parse_request
+from .impairment import Impairment
+from .params import ParamError, Request
 
 if TYPE_CHECKING:  # pydantic is not in the kernel suite's User-mode Linux root: imported where used
     from .matrix import Matrix
@@ -61,7 +62,7 @@ class Partition:
         return out
 
 
-BLOCK = Shaping(loss=1.0)
+BLOCK = Impairment(loss=1.0)
 
 
 class ShapingManager:
@@ -87,13 +88,7 @@ class ShapingManager:
         if self.state_path.exists():
             raw = json.loads(self.state_path.read_text())
             for item in raw.get("entries", []):
-                entry = Entry(
-                    item["service"],
-                    item["peer"],
-                    item["direction"],
-                    Shaping.from_dict(item["shaping"]),
-                    item.get("expires_at"),
-                )
+                entry = Entry.from_wire(item)
                 self.entries[entry.key] = entry
             for item in raw.get("partitions", []):
                 partition = Partition(
@@ -110,16 +105,7 @@ class ShapingManager:
     def save(self) -> None:
         self.state_path.parent.mkdir(parents=True, exist_ok=True)
         data = {
-            "entries": [
-                {
-                    "service": e.service,
-                    "peer": e.peer,
-                    "direction": e.direction,
-                    "shaping": e.shaping.as_dict(),
-                    "expires_at": e.expires_at,
-                }
-                for e in self.entries.values()
-            ],
+            "entries": [e.to_wire() for e in self.entries.values()],
             "partitions": [
                 {"id": p.id, "a": list(p.a), "b": list(p.b), "oneway": p.oneway, "expires_at": p.expires_at}
                 for p in self.partitions.values()
@@ -245,13 +231,11 @@ class ShapingManager:
     def set_matrix(self, matrix: Matrix | None) -> None:
         """Replace the matrix in force (None: remove it): its links' entries go, the new ones come, in
         one convergence. Other shaping is left alone, except on the links the new matrix sets."""
-        puts = []
-        for service, body in matrix.bodies() if matrix is not None else []:
-            try:
-                puts.append((service, parse_request(body)))
-            except ParamError as error:
-                raise ShapingError(Kind.INVALID, f"links: {service} -> {body['peer']}: {error.message}") from None
-        old = [(service, body["peer"]) for service, body in self.matrix.bodies()] if self.matrix else []
+        try:
+            puts = matrix.requests() if matrix is not None else []
+        except ParamError as error:
+            raise ShapingError(Kind.INVALID, f"links: {error.message}") from None
+        old = [(service, request.peer) for service, request in self.matrix.requests()] if self.matrix else []
         with self.lock:
             self.change(puts, removes=old)
             self.matrix = matrix

@@ -1,7 +1,7 @@
 """A delay matrix: groups of services (sites, regions) and the link between every two groups, applied
 as per-link shaping on each member pair. Region names take their round trips from the presets table
 (laglab/presets.yaml). Pure: the same model validates PUT /api/matrix and a scenario's `link.matrix`,
-and expands into shaping bodies without touching anything."""
+and expands into shaping requests without touching anything."""
 
 from __future__ import annotations
 
@@ -12,7 +12,17 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from .. import presets
-from .params import PERCENT_PATTERN, RATE_PATTERN, SERVICE_PATTERN, TIME_PATTERN, parse_time
+from .params import (
+    PERCENT_PATTERN,
+    RATE_PATTERN,
+    SERVICE_PATTERN,
+    TIME_PATTERN,
+    Request,
+    half_link,
+    parse_percent,
+    parse_rate,
+    parse_time,
+)
 
 GROUP_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
 Group = Annotated[str, Field(pattern=GROUP_PATTERN)]
@@ -119,16 +129,28 @@ class Matrix(_Strict):
             out[(a, b)] = settings
         return out
 
-    def bodies(self) -> list[tuple[str, dict]]:
-        """(service, PUT /api/shaping body with its peer) for every member pair of every linked groups:
-        half the round trip each way, as a scenario's link does."""
+    def requests(self) -> list[tuple[str, Request]]:
+        """(service, shaping of its link to the peer) for every member pair of every linked groups: half
+        the round trip each way, as a scenario's link does. ParamError for a value out of range."""
         out = []
         for (a, b), settings in self.link_settings().items():
             for x in self.groups[a]:
                 for y in self.groups[b]:
-                    out.append((x, _direction(settings, y, settings.get("rate"))))
-                    out.append((y, _direction(settings, x, settings.get("rate_reverse"))))
+                    for service, peer, rate in ((x, y, settings.get("rate")), (y, x, settings.get("rate_reverse"))):
+                        request = half_link(
+                            peer,
+                            rtt=parse_time("rtt", settings["rtt"], high=120.0),
+                            jitter=parse_time("jitter", settings["jitter"]) if settings.get("jitter") else 0.0,
+                            loss=parse_percent("loss", settings["loss"]) if settings.get("loss") else 0.0,
+                            rate=parse_rate("rate", rate) if rate else None,
+                        )
+                        if request is not None:
+                            out.append((service, request))
         return out
+
+    def bodies(self) -> list[tuple[str, dict]]:
+        """requests() in the API's words: (service, PUT /api/shaping body with its peer)."""
+        return [(service, {"peer": r.peer, **r.shaping.to_json()}) for service, r in self.requests()]
 
     def rtt_ms(self, service_a: str, service_b: str) -> float:
         """The round trip asked between two services (0 when their groups are not linked)."""
@@ -138,17 +160,3 @@ class Matrix(_Strict):
             (group.get(service_b), group.get(service_a))
         )
         return parse_time("rtt", pair["rtt"]) * 1000 if pair else 0.0
-
-
-def _direction(settings: dict, peer: str, rate: str | None) -> dict:
-    body = {"peer": peer}
-    rtt = parse_time("rtt", settings["rtt"])
-    if rtt:
-        body["delay"] = f"{rtt * 1000 / 2:g}ms"
-    if settings.get("jitter"):
-        body["jitter"] = f"{parse_time('jitter', settings['jitter']) * 1000 / 2:g}ms"
-    if settings.get("loss"):
-        body["loss"] = settings["loss"]
-    if rate:
-        body["rate"] = rate
-    return body

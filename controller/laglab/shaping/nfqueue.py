@@ -33,6 +33,8 @@ import struct
 import sys
 import time
 
+from laglab.shaping.impairment import Impairment
+
 NETLINK_NETFILTER = 12
 NFNL_SUBSYS_QUEUE = 3
 NFQNL_MSG_PACKET, NFQNL_MSG_VERDICT, NFQNL_MSG_CONFIG = 0, 1, 2
@@ -187,16 +189,13 @@ class Rule:
         "spec",
     )  # fmt: skip
 
-    def __init__(
-        self, delay=0.0, jitter=0.0, loss=0.0, distribution="uniform", correlation=0.0, reorder=0.0, gemodel=None,
-        duplicate=0.0, corrupt=0.0, gap=0,
-    ):  # fmt: skip
-        self.spec = (delay, jitter, loss, distribution, correlation, reorder, gemodel, duplicate, corrupt, gap)
-        self.delay, self.jitter, self.loss = float(delay), float(jitter), float(loss)
-        self.distribution = distribution or "uniform"
-        self.correlation, self.reorder = float(correlation), float(reorder)
-        self.gemodel = tuple(float(v) for v in gemodel) if gemodel else None  # p, r, 1-h, 1-k
-        self.duplicate, self.corrupt, self.gap = float(duplicate), float(corrupt), int(gap or 0)
+    def __init__(self, impairment: Impairment):
+        self.spec = impairment
+        s = impairment
+        self.delay, self.jitter, self.loss = s.delay, s.jitter, s.loss
+        self.distribution = s.distribution or "uniform"
+        self.correlation, self.reorder, self.gemodel = s.correlation, s.reorder, s.gemodel  # p, r, 1-h, 1-k
+        self.duplicate, self.corrupt, self.gap = s.duplicate, s.corrupt, s.gap
         self.bad = False  # the Gilbert-Elliott chain's state
         self.counter = 0  # packets delayed since the last one reordered (reorder's gap)
         self.last = {k: 0.0 for k in ("jitter", "loss", "reorder", "duplicate", "corrupt")}  # previous z of each
@@ -314,7 +313,7 @@ class Worker:
         on one link reset every link's state before."""
         rules = {}
         for source, values in spec.items():
-            fresh = Rule(**values)
+            fresh = Rule(Impairment.from_wire(values))
             old = self.rules.get(source)
             if old is not None and old.spec == fresh.spec:
                 rules[source] = old

@@ -1,19 +1,38 @@
 """Shaping parameters: tc-style units converted once, ranges declared once, cross-field rules.
 
-A request body becomes a `Shaping` (all values in SI units: seconds, fractions, bits per second) or
-a `ParamError` naming the field. Nothing here touches the kernel.
+A request body becomes an `Impairment` (impairment.py: all values in SI units) or a `ParamError`
+naming the field. Nothing here touches the kernel.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
+from enum import StrEnum
 
 from ..errors import Kind, LabError
+from .impairment import DISTRIBUTIONS, GEMODEL_KEYS, Impairment, format_percent, format_rate, format_time
 
-DIRECTIONS = ("egress", "ingress", "both")
-DISTRIBUTIONS = ("uniform", "normal", "pareto", "paretonormal")
+
+class Direction(StrEnum):
+    """Which packets of a service an impairment takes: what it sends, what it receives, or both."""
+
+    EGRESS = "egress"
+    INGRESS = "ingress"
+    BOTH = "both"
+
+    @property
+    def sends(self) -> bool:
+        return self is not Direction.INGRESS
+
+    @property
+    def receives(self) -> bool:
+        return self is not Direction.EGRESS
+
+
+DIRECTIONS = tuple(d.value for d in Direction)
+__all__ = ["DISTRIBUTIONS", "GEMODEL_KEYS", "Impairment", "format_percent", "format_rate", "format_time"]
 
 _TIME_UNITS = {"": 1e-6, "us": 1e-6, "usec": 1e-6, "ms": 1e-3, "msec": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0}
 # tc(8): bit, kbit, mbit, gbit, tbit are bits/s (SI); bps, kbps, mbps, gbps are BYTES/s; "ibit" = 1024-based.
@@ -123,82 +142,13 @@ def parse_rate(field: str, value: object) -> float:
     return bits
 
 
-def format_time(seconds: float) -> str:
-    if seconds >= 1 and float(seconds).is_integer():
-        return f"{int(seconds)}s"
-    ms = seconds * 1e3
-    if ms >= 1 or seconds == 0:
-        return f"{ms:g}ms"
-    return f"{seconds * 1e6:g}us"
-
-
-def format_rate(bits: float) -> str:
-    for unit, size in (("gbit", 1e9), ("mbit", 1e6), ("kbit", 1e3)):
-        if bits >= size and math.isclose(bits / size, round(bits / size, 3)):
-            return f"{round(bits / size, 3):g}{unit}"
-    return f"{int(bits)}bit"
-
-
-def format_percent(fraction: float) -> str:
-    return f"{fraction * 100:g}%"
-
-
-@dataclass(frozen=True)
-class Shaping:
-    """One set of impairments, in SI units. None = not asked for."""
-
-    delay: float = 0.0
-    jitter: float = 0.0
-    loss: float = 0.0
-    rate: float | None = None
-    correlation: float = 0.0
-    distribution: str | None = None
-    duplicate: float = 0.0
-    corrupt: float = 0.0
-    reorder: float = 0.0
-    gemodel: tuple[float, float, float, float] | None = None  # netem's loss gemodel p r 1-h 1-k (fractions)
-    gap: int = 0  # netem's reorder gap: only a packet after gap - 1 delayed ones may be reordered
-
-    @property
-    def empty(self) -> bool:
-        return self == Shaping()
-
-    def to_json(self) -> dict:
-        """tc-style strings, only the fields that are set."""
-        out: dict = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if value in (None, 0.0) or (f.name == "distribution" and value is None):
-                continue
-            if f.name in ("delay", "jitter"):
-                out[f.name] = format_time(value)
-            elif f.name == "rate":
-                out[f.name] = format_rate(value)
-            elif f.name in ("distribution", "gap"):
-                out[f.name] = value
-            elif f.name == "gemodel":
-                out[f.name] = dict(zip(GEMODEL_KEYS, (format_percent(v) for v in value), strict=True))
-            else:
-                out[f.name] = format_percent(value)
-        return out
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, values: dict) -> Shaping:
-        """What as_dict saved (JSON has lists where the model has tuples)."""
-        gemodel = values.get("gemodel")
-        return cls(**{**values, "gemodel": tuple(gemodel) if gemodel else None})
-
-
 @dataclass(frozen=True)
 class Request:
     """A PUT body: what to apply, to which traffic, for how long."""
 
-    shaping: Shaping
+    shaping: Impairment
     peer: str | None = None
-    direction: str = "egress"
+    direction: Direction = Direction.EGRESS
     duration: float | None = None
 
 
@@ -213,7 +163,6 @@ _PARSERS = {
     "reorder": parse_percent,
 }
 _SERVICE_RE = re.compile(SERVICE_PATTERN)
-GEMODEL_KEYS = ("p", "r", "1-h", "1-k")
 
 
 def parse_gemodel(value: object) -> tuple[float, float, float, float]:
@@ -234,23 +183,8 @@ def parse_gemodel(value: object) -> tuple[float, float, float, float]:
     return (p, r, one_minus_h, one_minus_k)
 
 
-def parse_request(body: object) -> Request:
-    """Validate a PUT /api/shaping/<service> body. Raises ParamError naming the first bad field."""
-    if not isinstance(body, dict):
-        raise ParamError("body", "expected a JSON object")
-    known = {*_PARSERS, "distribution", "gemodel", "gap", "peer", "direction", "duration"}
-    for key in body:
-        if key not in known:
-            raise ParamError(str(key)[:64], f"unknown field; known fields: {', '.join(sorted(known))}")
-    values = {name: parse(name, body[name]) for name, parse in _PARSERS.items() if body.get(name) is not None}
-    distribution = body.get("distribution")
-    if distribution is not None and distribution not in DISTRIBUTIONS:
-        raise ParamError("distribution", f"{distribution!r} is not one of {', '.join(DISTRIBUTIONS)}")
-    gemodel = parse_gemodel(body["gemodel"]) if body.get("gemodel") is not None else None
-    gap = body.get("gap") or 0
-    if isinstance(gap, bool) or not isinstance(gap, int) or not 0 <= gap <= 1000:
-        raise _out_of_range("gap", f"{gap!r} is not a whole number of packets 1..1000")
-    shaping = Shaping(**values, distribution=distribution, gemodel=gemodel, gap=gap)
+def check(shaping: Impairment) -> Impairment:
+    """The rules across fields (netem's own, and "something to apply"); ParamError naming the field."""
     if shaping.gap and not shaping.reorder:
         raise _rule("gap", "needs a reorder")
     if shaping.gemodel and shaping.loss:
@@ -268,6 +202,26 @@ def parse_request(body: object) -> Request:
             "body",
             "nothing to apply: give at least one of delay, jitter, loss, gemodel, rate, duplicate, corrupt, reorder",
         )
+    return shaping
+
+
+def parse_request(body: object) -> Request:
+    """Validate a PUT /api/shaping/<service> body. Raises ParamError naming the first bad field."""
+    if not isinstance(body, dict):
+        raise ParamError("body", "expected a JSON object")
+    known = {*_PARSERS, "distribution", "gemodel", "gap", "peer", "direction", "duration"}
+    for key in body:
+        if key not in known:
+            raise ParamError(str(key)[:64], f"unknown field; known fields: {', '.join(sorted(known))}")
+    values = {name: parse(name, body[name]) for name, parse in _PARSERS.items() if body.get(name) is not None}
+    distribution = body.get("distribution")
+    if distribution is not None and distribution not in DISTRIBUTIONS:
+        raise ParamError("distribution", f"{distribution!r} is not one of {', '.join(DISTRIBUTIONS)}")
+    gemodel = parse_gemodel(body["gemodel"]) if body.get("gemodel") is not None else None
+    gap = body.get("gap") or 0
+    if isinstance(gap, bool) or not isinstance(gap, int) or not 0 <= gap <= 1000:
+        raise _out_of_range("gap", f"{gap!r} is not a whole number of packets 1..1000")
+    shaping = check(Impairment(**values, distribution=distribution, gemodel=gemodel, gap=gap))
     peer = body.get("peer")
     if peer is not None and (not isinstance(peer, str) or not _SERVICE_RE.match(peer)):
         raise ParamError("peer", f"{peer!r} is not a service name")
@@ -278,9 +232,16 @@ def parse_request(body: object) -> Request:
     return Request(
         shaping=shaping,
         peer=peer,
-        direction=direction,
+        direction=Direction(direction),
         duration=None if duration is None else parse_time("duration", duration),
     )
+
+
+def half_link(peer: str, rtt: float = 0.0, jitter: float = 0.0, loss: float = 0.0, rate: float | None = None):
+    """One end of a link given by its round trip, as the reference experiments set it: half the RTT
+    and of its jitter on each direction, the loss, and this end's own rate. None when that is nothing."""
+    impairment = Impairment(delay=rtt / 2, jitter=jitter / 2, loss=loss, rate=rate)
+    return None if impairment.empty else Request(check(impairment), peer=peer)
 
 
 def valid_service(name: str) -> bool:

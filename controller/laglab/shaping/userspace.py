@@ -28,7 +28,7 @@ import zlib
 from ..containers import Bridge
 from ..executor import Executor
 from .backend import DEV, Applied, htb_commands, read_back_kernel
-from .params import Shaping
+from .params import Direction
 from .plan import Entry, NamespacePlan, build
 
 QUEUE_BASE, QUEUE_SPAN = 1000, 60000
@@ -73,7 +73,7 @@ def restore_input(chain: str, rules: list[str]) -> str:
 
 
 def worker_rules(plan: NamespacePlan) -> str:
-    return json.dumps({source: hold.as_worker_rule() for source, hold in sorted(plan.hold.items())}, sort_keys=True)
+    return json.dumps({source: hold.to_wire() for source, hold in sorted(plan.hold.items())}, sort_keys=True)
 
 
 def apply_userspace_tc(executor: Executor, pid: int, plan: NamespacePlan, previous: NamespacePlan | None) -> None:
@@ -131,8 +131,7 @@ class UserspaceBackend:
 
     @staticmethod
     def unsupported(entry: Entry) -> tuple[str, str] | None:
-        s: Shaping = entry.shaping
-        if s.rate and entry.direction != "egress":
+        if entry.shaping.rate and entry.direction is not Direction.EGRESS:
             return "rate", (
                 "a rate applies to what a service sends; to limit what it receives, put the rate on each "
                 "sender's link to it (PUT /api/shaping/<sender> with its rate and this service as peer)"

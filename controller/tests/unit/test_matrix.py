@@ -8,6 +8,7 @@ from laglab import presets
 from laglab.scenarios.spec import ScenarioError, load_text
 from laglab.shaping import backends
 from laglab.shaping.matrix import Matrix, MatrixError
+from laglab.shaping.params import Impairment, Request
 
 from .test_manager import LAB, manager
 
@@ -35,7 +36,7 @@ def test_an_explicit_link_wins_and_an_access_preset_is_asymmetric():
     m = Matrix.model_validate({**THREE_SITES, "links": [{"between": ["ap", "us"], "preset": "dsl"}]})
     bodies = {(s, b["peer"]): b for s, b in m.bodies()}
     assert bodies[("galera-node3", "galera-node2")] == {"peer": "galera-node2", "delay": "25ms", "rate": "384kbit"}
-    assert bodies[("galera-node2", "galera-node3")]["rate"] == "1500kbit", "down: to the access side"
+    assert bodies[("galera-node2", "galera-node3")]["rate"] == "1.5mbit", "down: to the access side"
 
 
 @pytest.mark.parametrize(
@@ -68,8 +69,8 @@ def test_every_preset_table_has_a_source_and_a_date():
 def test_a_scenario_preset_fills_the_link_and_its_own_keys_win():
     (point,) = load_text("name: t\nlink: {preset: lte, rtt: 20ms}\n").points
     assert point.plan().shaping == (
-        ("mysql-source", {"delay": "10ms", "rate": "12mbit", "peer": "mysql-target"}),
-        ("mysql-target", {"delay": "10ms", "rate": "12mbit", "peer": "mysql-source"}),
+        ("mysql-source", Request(Impairment(delay=0.01, rate=12e6), peer="mysql-target")),
+        ("mysql-target", Request(Impairment(delay=0.01, rate=12e6), peer="mysql-source")),
     )
     with pytest.raises(ScenarioError) as caught:
         load_text("name: t\nlink: {preset: moon}\n")

@@ -7,7 +7,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from laglab.lag import LagSample
 from laglab.metrics import render
-from laglab.shaping.params import Shaping
+from laglab.shaping.impairment import Impairment
 from laglab.shaping.plan import Entry
 
 
@@ -16,9 +16,9 @@ def fake_lab():
 
     entries = {
         ("mysql-source", "mysql-target"): Entry(
-            "mysql-source", "mysql-target", "egress", Shaping(delay=0.125, loss=0.005, rate=2e6)
+            "mysql-source", "mysql-target", "egress", Impairment(delay=0.125, loss=0.005, rate=2e6)
         ),
-        ("loadgen", None): Entry("loadgen", None, "egress", Shaping(delay=0.01)),
+        ("loadgen", None): Entry("loadgen", None, "egress", Impairment(delay=0.01)),
     }
     return SimpleNamespace(
         recorder=SimpleNamespace(

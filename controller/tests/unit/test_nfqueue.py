@@ -5,6 +5,7 @@ import socket
 import struct
 
 from laglab.shaping import nfqueue
+from laglab.shaping.impairment import Impairment
 
 
 def packet_message(packet_id: int, source: str) -> bytes:
@@ -54,10 +55,10 @@ def test_jitter_spreads_holds_within_the_asked_bounds():
     import random
 
     rng = random.Random(1)  # one generator for all draws, as the worker has
-    holds = [nfqueue.Rule(delay=0.1, jitter=0.05).hold_for(rng) for _ in range(1000)]
+    holds = [nfqueue.Rule(Impairment(delay=0.1, jitter=0.05)).hold_for(rng) for _ in range(1000)]
     assert all(0.05 <= h <= 0.15 for h in holds)
     assert max(holds) - min(holds) > 0.09  # spread over the whole range, not one repeated value
-    assert nfqueue.Rule(delay=0.1).hold_for(rng) == 0.1
+    assert nfqueue.Rule(Impairment(delay=0.1)).hold_for(rng) == 0.1
 
 
 class FakeSocket:
@@ -106,12 +107,12 @@ def test_each_distribution_centres_on_the_delay_with_the_asked_spread():
     rng = random.Random(7)
     for name, stdev_low, stdev_high in (("uniform", 4.4, 4.8), ("normal", 7.6, 8.4), ("pareto", 4.5, 8.5),
                                         ("paretonormal", 4.5, 8.5)):  # fmt: skip
-        rule = nfqueue.Rule(delay=0.040, jitter=0.008, distribution=name)
+        rule = nfqueue.Rule(Impairment(delay=0.040, jitter=0.008, distribution=name))
         holds = [rule.hold_for(rng) * 1000 for _ in range(20_000)]
         assert abs(statistics.fmean(holds) - 40.0) <= 0.5, name  # uniform's stdev is 8/sqrt(3) = 4.62
         assert stdev_low <= statistics.pstdev(holds) <= stdev_high, (name, statistics.pstdev(holds))
         assert min(holds) >= 40 - 4 * 8 - 1e-9 and max(holds) <= 40 + 4 * 8 + 1e-9  # cut at 4 sigma
-    pareto = nfqueue.Rule(delay=0.040, jitter=0.008, distribution="pareto")
+    pareto = nfqueue.Rule(Impairment(delay=0.040, jitter=0.008, distribution="pareto"))
     holds = sorted(pareto.hold_for(rng) for _ in range(20_000))
     assert holds[len(holds) // 2] < 0.040  # a long tail above, most packets a little early: skewed
 
@@ -121,14 +122,14 @@ def test_correlation_makes_neighbouring_draws_close_and_keeps_the_ratios():
     import statistics
 
     rng = random.Random(3)
-    free = nfqueue.Rule(delay=0.05, jitter=0.01)
-    tied = nfqueue.Rule(delay=0.05, jitter=0.01, correlation=0.9)
+    free = nfqueue.Rule(Impairment(delay=0.05, jitter=0.01))
+    tied = nfqueue.Rule(Impairment(delay=0.05, jitter=0.01, correlation=0.9))
     steps = {}
     for name, rule in (("free", free), ("tied", tied)):
         holds = [rule.hold_for(rng) for _ in range(5000)]
         steps[name] = statistics.fmean(abs(a - b) for a, b in itertools.pairwise(holds))
     assert steps["tied"] < 0.4 * steps["free"], steps  # sqrt(1 - 0.9) = 0.32 of an uncorrelated step
-    lossy = nfqueue.Rule(loss=0.2, correlation=0.5)
+    lossy = nfqueue.Rule(Impairment(loss=0.2, correlation=0.5))
     lost = [lossy.lost(rng) for _ in range(50_000)]
     assert abs(sum(lost) / len(lost) - 0.2) <= 0.03  # the ratio holds ...
     bursts = sum(1 for a, b in itertools.pairwise(lost) if a and b) / max(1, sum(lost))
@@ -139,17 +140,17 @@ def test_reorder_sends_that_share_at_once():
     import random
 
     rng = random.Random(5)
-    rule = nfqueue.Rule(delay=0.01, reorder=0.25)
+    rule = nfqueue.Rule(Impairment(delay=0.01, reorder=0.25))
     share = sum(rule.goes_at_once(rng) for _ in range(20_000)) / 20_000
     assert abs(share - 0.25) <= 0.01
-    assert not any(nfqueue.Rule(delay=0.01).goes_at_once(rng) for _ in range(1000))
+    assert not any(nfqueue.Rule(Impairment(delay=0.01)).goes_at_once(rng) for _ in range(1000))
 
 
 def test_gilbert_elliott_loses_in_bursts_at_the_models_ratio():
     import random
 
     rng = random.Random(11)
-    rule = nfqueue.Rule(gemodel=(0.01, 0.25, 1.0, 0.0))  # Simple Gilbert: loss p / (p + r), runs of 1 / r
+    rule = nfqueue.Rule(Impairment(gemodel=(0.01, 0.25, 1.0, 0.0)))  # Simple Gilbert: loss p / (p + r), runs of 1 / r
     lost = [rule.lost(rng) for _ in range(200_000)]
     runs = [len(r) for r in "".join("x" if x else "." for x in lost).split(".") if r]
     assert abs(sum(lost) / len(lost) - 0.01 / 0.26) <= 0.005
@@ -191,5 +192,5 @@ def test_reorder_gap_lets_only_every_nth_packet_go_ahead():
     import random
 
     rng = random.Random(1)
-    rule = nfqueue.Rule(delay=0.01, reorder=1.0, gap=5)
+    rule = nfqueue.Rule(Impairment(delay=0.01, reorder=1.0, gap=5))
     assert [rule.goes_at_once(rng) for _ in range(10)] == [False, False, False, False, True] * 2

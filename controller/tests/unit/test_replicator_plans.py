@@ -11,6 +11,7 @@ from laglab.replicators import KINDS, native
 from laglab.replicators.galera import Galera
 from laglab.results import Fanout
 from laglab.scenarios.spec import ScenarioError, load_text
+from laglab.shaping.params import Impairment, Request
 
 from .fakes import FakeConnection
 
@@ -82,8 +83,8 @@ def test_a_link_point_is_resolved_completely():
         .plan()
     )
     assert plan.shaping == (
-        ("mysql-source", {"delay": "50ms", "rate": "2mbit", "peer": "mysql-target"}),
-        ("mysql-target", {"delay": "50ms", "rate": "2mbit", "peer": "mysql-source"}),
+        ("mysql-source", Request(Impairment(delay=0.05, rate=2e6), peer="mysql-target")),
+        ("mysql-target", Request(Impairment(delay=0.05, rate=2e6), peer="mysql-source")),
     )
     assert (plan.verify.source, plan.verify.to, plan.verify.rtt_ms, plan.verify.rate_bits) == (
         "mysql-source", "mysql-target", 100.0, 2e6,
@@ -110,7 +111,7 @@ def test_a_cluster_point_delays_one_node_and_loads_the_writer():
         .plan()
     )
     writer, _, delayed = Galera.services()
-    assert plan.shaping == ((delayed, {"delay": "100ms"}),)
+    assert plan.shaping == ((delayed, Request(Impairment(delay=0.1))),)
     assert (plan.verify.source, plan.verify.to, plan.verify.rtt_ms) == (writer, delayed, 100.0)
     assert (plan.load.target, plan.load.warmup, plan.load.threads) == (writer, 0.0, 8)
 

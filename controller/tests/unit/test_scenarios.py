@@ -11,6 +11,7 @@ from laglab.load import parse_sysbench_line
 from laglab.scenarios import report
 from laglab.scenarios.recording import slope
 from laglab.scenarios.spec import ScenarioError, load_file, load_text
+from laglab.shaping.impairment import Impairment
 from laglab.stats import percentile
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -41,7 +42,10 @@ def test_sweep_expands_in_file_order():
         {"link.rate": "2mbit", "link.rtt": "0ms"},
     ]
     assert len(plan.points) == 6
-    assert plan.points[4].scenario.link.shaping_body() == {"delay": "25ms", "rate": "2mbit"}
+    (service, request), _ = plan.points[4].scenario.link.requests()
+    assert (service, request.peer, request.shaping.to_json()) == (
+        "mysql-source", "mysql-target", {"delay": "25ms", "rate": "2mbit"},
+    )  # fmt: skip
 
 
 def test_quick_overrides_values_and_sweep():
@@ -56,12 +60,19 @@ def test_quick_overrides_values_and_sweep():
 
 def test_rtt_is_split_half_at_each_end():
     plan = load_text("name: x\nlink: {rtt: 180ms, jitter: 10ms, loss: 0.5%, rate: 2mbit}\n")
-    assert plan.points[0].scenario.link.shaping_body() == {
-        "delay": "90ms",
-        "jitter": "5ms",
-        "loss": "0.5%",
-        "rate": "2mbit",
-    }
+    there, back = plan.points[0].scenario.link.requests()
+    assert there[1].shaping == back[1].shaping == Impairment(delay=0.09, jitter=0.005, loss=0.005, rate=2e6)
+    assert there[1].shaping.to_json() == {"delay": "90ms", "jitter": "5ms", "loss": "0.5%", "rate": "2mbit"}
+
+
+def test_a_link_without_a_round_trip_refuses_a_jitter_before_anything_runs():
+    with pytest.raises(ScenarioError, match="jitter: needs a delay"):
+        load_text("name: x\nlink: {jitter: 10ms}\n")
+
+
+def test_rate_reverse_alone_shapes_only_the_second_end():
+    ((service, request),) = load_text("name: x\nlink: {rate_reverse: 1mbit}\n").points[0].scenario.link.requests()
+    assert (service, request.peer, request.shaping) == ("mysql-target", "mysql-source", Impairment(rate=1e6))
 
 
 def test_assertions_parse_and_hold():

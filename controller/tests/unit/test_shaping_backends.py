@@ -5,54 +5,54 @@ from pathlib import Path
 
 from laglab.executor import Executor, in_netns
 from laglab.shaping import backends
-from laglab.shaping.params import Shaping
-from laglab.shaping.plan import Entry, Hold, build
+from laglab.shaping.impairment import Impairment
+from laglab.shaping.plan import Entry, build
 from laglab.shaping.userspace import chain_name, queue_numbers
 
 IPS = {"mysql-source": "10.0.0.2", "mysql-target": "10.0.0.3", "loadgen": "10.0.0.4"}
 
 
 def test_egress_delay_of_a_service_is_held_at_every_peer():
-    plans = build([Entry("mysql-source", None, "egress", Shaping(delay=0.1))], IPS)
-    assert plans["mysql-target"].hold == {"10.0.0.2": Hold(delay=0.1)}
-    assert plans["loadgen"].hold == {"10.0.0.2": Hold(delay=0.1)}
+    plans = build([Entry("mysql-source", None, "egress", Impairment(delay=0.1))], IPS)
+    assert plans["mysql-target"].hold == {"10.0.0.2": Impairment(delay=0.1)}
+    assert plans["loadgen"].hold == {"10.0.0.2": Impairment(delay=0.1)}
     assert plans["mysql-source"].empty
 
 
 def test_link_settings_and_ingress_add_up():
     entries = [
-        Entry("mysql-source", "mysql-target", "egress", Shaping(delay=0.1, loss=0.1, rate=2e6)),
-        Entry("mysql-target", None, "ingress", Shaping(delay=0.05)),
-        Entry("mysql-target", "mysql-source", "both", Shaping(delay=0.01)),
+        Entry("mysql-source", "mysql-target", "egress", Impairment(delay=0.1, loss=0.1, rate=2e6)),
+        Entry("mysql-target", None, "ingress", Impairment(delay=0.05)),
+        Entry("mysql-target", "mysql-source", "both", Impairment(delay=0.01)),
     ]
     plans = build(entries, IPS)
     assert plans["mysql-target"].hold["10.0.0.2"].delay == 0.11  # link egress + target's link ingress
-    assert plans["mysql-target"].hold["*"] == Hold(delay=0.05)
-    assert plans["mysql-source"].hold == {"10.0.0.3": Hold(delay=0.01)}
+    assert plans["mysql-target"].hold["*"] == Impairment(delay=0.05)
+    assert plans["mysql-source"].hold == {"10.0.0.3": Impairment(delay=0.01)}
     assert plans["mysql-source"].rates == {"10.0.0.3": 2e6}
     assert "10.0.0.2" not in plans["loadgen"].hold
 
 
 def test_entries_for_absent_services_wait():
-    assert build([Entry("mysql-source", "gone", "egress", Shaping(delay=0.1))], IPS)["mysql-source"].empty
+    assert build([Entry("mysql-source", "gone", "egress", Impairment(delay=0.1))], IPS)["mysql-source"].empty
 
 
 def test_userspace_golden_chain_and_rules():
     plans = build(
-        [Entry("mysql-source", "mysql-target", "egress", Shaping(delay=0.125, jitter=0.005, loss=0.005))], IPS
+        [Entry("mysql-source", "mysql-target", "egress", Impairment(delay=0.125, jitter=0.005, loss=0.005))], IPS
     )
     rules = backends.receiver_rules("LAGLAB-1", "br-lab0", plans["mysql-target"], 4242)
     assert backends.restore_input("LAGLAB-1", rules) == (
         "*raw\n:LAGLAB-1 - [0:0]\n"
         "-A LAGLAB-1 -s 10.0.0.2/32 -d 10.0.0.3/32 -i br-lab0 -j NFQUEUE --queue-num 4242 --queue-bypass\nCOMMIT\n"
     )
-    ingress = build([Entry("mysql-target", None, "ingress", Shaping(delay=0.01))], IPS)["mysql-target"]
+    ingress = build([Entry("mysql-target", None, "ingress", Impairment(delay=0.01))], IPS)["mysql-target"]
     assert backends.receiver_rules("LAGLAB-1", "br-lab0", ingress, 7) == [
         "-A LAGLAB-1 -d 10.0.0.3/32 -i br-lab0 -j NFQUEUE --queue-num 7 --queue-bypass"
     ]
     assert json.loads(backends.worker_rules(plans["mysql-target"])) == {
-        "10.0.0.2": {"delay": 0.125, "jitter": 0.005, "loss": 0.005, "distribution": "uniform", "correlation": 0.0,
-                     "reorder": 0.0, "gemodel": None, "duplicate": 0.0, "corrupt": 0.0, "gap": 0}
+        "10.0.0.2": {"delay": 0.125, "jitter": 0.005, "loss": 0.005, "rate": None, "correlation": 0.0,
+                     "distribution": None, "duplicate": 0.0, "corrupt": 0.0, "reorder": 0.0, "gemodel": None, "gap": 0}
     }  # fmt: skip
 
 
@@ -67,17 +67,17 @@ def test_userspace_golden_htb_per_peer():
 
 def test_userspace_refuses_what_it_cannot_honour():
     refuse = backends.UserspaceBackend.unsupported
-    assert refuse(Entry("a", None, "ingress", Shaping(rate=1e6)))[0] == "rate"
+    assert refuse(Entry("a", None, "ingress", Impairment(rate=1e6)))[0] == "rate"
     # netem's whole vocabulary: the worker does it all; only a rate on ingress stays refused
-    assert refuse(Entry("a", None, "egress", Shaping(delay=0.1, corrupt=0.01, duplicate=0.01))) is None
+    assert refuse(Entry("a", None, "egress", Impairment(delay=0.1, corrupt=0.01, duplicate=0.01))) is None
     # netem's distributions, correlation and reorder: the worker does them too
-    assert refuse(Entry("a", None, "egress", Shaping(delay=0.1, jitter=0.01, distribution="pareto"))) is None
-    assert refuse(Entry("a", None, "egress", Shaping(delay=0.1, reorder=0.2, loss=0.1, correlation=0.5))) is None
-    assert refuse(Entry("a", None, "both", Shaping(delay=0.1))) is None
+    assert refuse(Entry("a", None, "egress", Impairment(delay=0.1, jitter=0.01, distribution="pareto"))) is None
+    assert refuse(Entry("a", None, "egress", Impairment(delay=0.1, reorder=0.2, loss=0.1, correlation=0.5))) is None
+    assert refuse(Entry("a", None, "both", Impairment(delay=0.1))) is None
 
 
 def test_kernel_golden_netem_with_tbf_child():
-    cmds = backends.KernelBackend().tc_commands(Shaping(delay=0.125, jitter=0.005, loss=0.005, rate=2e6), {})
+    cmds = backends.KernelBackend().tc_commands(Impairment(delay=0.125, jitter=0.005, loss=0.005, rate=2e6), {})
     assert cmds == [
         ["tc", "qdisc", "replace", "dev", "eth0", "root", "handle", "1:", "netem", "limit", "1000",
          "delay", "125ms", "5ms", "loss", "0.5%"],
@@ -87,12 +87,12 @@ def test_kernel_golden_netem_with_tbf_child():
 
 
 def test_kernel_netem_limit_grows_with_rate_times_delay():
-    args = backends.KernelBackend.netem_args(Shaping(delay=0.5), 1e9)
+    args = backends.KernelBackend.netem_args(Impairment(delay=0.5), 1e9)
     assert args[:3] == ["netem", "limit", "62500"]  # 1 gbit x 500 ms = 41 667 full frames, x 1.5
 
 
 def test_kernel_golden_per_peer_htb_with_netem_leaves():
-    cmds = backends.KernelBackend().tc_commands(None, {"10.0.0.3": Shaping(delay=0.1, rate=2e6)})
+    cmds = backends.KernelBackend().tc_commands(None, {"10.0.0.3": Impairment(delay=0.1, rate=2e6)})
     assert cmds[-1] == [
         "tc",
         "qdisc",
@@ -114,7 +114,7 @@ def test_kernel_golden_per_peer_htb_with_netem_leaves():
 
 
 def test_kernel_backend_refuses_ingress():
-    assert backends.KernelBackend.unsupported(Entry("a", None, "ingress", Shaping(delay=0.1)))[0] == "direction"
+    assert backends.KernelBackend.unsupported(Entry("a", None, "ingress", Impairment(delay=0.1)))[0] == "direction"
 
 
 def test_executor_enters_the_namespace_with_argv_only():
@@ -152,7 +152,7 @@ def test_queue_numbers_are_stable_distinct_and_per_project():
 
 
 def test_kernel_loss_takes_the_correlation_too():
-    args = backends.KernelBackend.netem_args(Shaping(delay=0.05, jitter=0.01, loss=0.2, correlation=0.25), None)
+    args = backends.KernelBackend.netem_args(Impairment(delay=0.05, jitter=0.01, loss=0.2, correlation=0.25), None)
     assert args[3:] == ["delay", "50ms", "10ms", "25%", "loss", "20%", "25%"]
 
 
@@ -163,7 +163,7 @@ def test_gemodel_maps_one_to_one_to_netems_words():
     assert simple.gemodel == (0.01, 0.25, 1.0, 0.0)  # 1-h and 1-k: netem's defaults (Simple Gilbert)
     assert simple.to_json() == {"gemodel": {"p": "1%", "r": "25%", "1-h": "100%", "1-k": "0%"}}
     assert parse_request({"gemodel": {"p": "10%"}}).shaping.gemodel == (0.1, 0.9, 1.0, 0.0)  # Bernoulli: r = 1-p
-    args = backends.KernelBackend.netem_args(Shaping(delay=0.01, gemodel=(0.01, 0.25, 0.9, 0.001)), None)
+    args = backends.KernelBackend.netem_args(Impairment(delay=0.01, gemodel=(0.01, 0.25, 0.9, 0.001)), None)
     assert args[5:] == ["loss", "gemodel", "1%", "25%", "90%", "0.1%"]
     for body, field in (({"gemodel": {"r": "5%"}}, "gemodel.p"), ({"gemodel": {"p": "1%", "h": "5%"}}, "gemodel.h"),
                         ({"gemodel": {"p": "1%"}, "loss": "1%"}, "gemodel")):  # fmt: skip
@@ -178,7 +178,7 @@ def test_gemodel_maps_one_to_one_to_netems_words():
 
 def test_kernel_takes_the_correlation_and_gap_where_netem_does():
     args = backends.KernelBackend.netem_args(
-        Shaping(delay=0.01, reorder=0.25, gap=5, duplicate=0.1, correlation=0.5), None
+        Impairment(delay=0.01, reorder=0.25, gap=5, duplicate=0.1, correlation=0.5), None
     )
     assert args[5:] == ["duplicate", "10%", "50%", "reorder", "25%", "50%", "gap", "5"]
 

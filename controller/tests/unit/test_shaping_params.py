@@ -1,6 +1,6 @@
 import pytest
 
-from laglab.shaping.params import ParamError, Shaping, format_rate, parse_rate, parse_request, parse_time
+from laglab.shaping.params import Impairment, ParamError, format_rate, parse_rate, parse_request, parse_time
 
 
 @pytest.mark.parametrize(
@@ -63,7 +63,7 @@ def test_format_rate():
     assert format_rate(2e6) == "2mbit"
     assert format_rate(256e3) == "256kbit"
     assert format_rate(10e9) == "10gbit"
-    assert Shaping().empty
+    assert Impairment().empty
 
 
 def test_a_reorder_without_a_delay_is_accepted_as_netem_accepts_it():

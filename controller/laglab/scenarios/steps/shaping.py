@@ -3,9 +3,9 @@ undone (the link's shaping before it restored) after its duration."""
 
 from __future__ import annotations
 
-from pydantic import ConfigDict, model_validator
+from pydantic import ConfigDict, PrivateAttr, model_validator
 
-from ...shaping.params import ParamError
+from ...shaping.params import Impairment, ParamError
 from .base import StepKind, no_bare_times, now, register
 from .target import Target
 
@@ -14,6 +14,7 @@ from .target import Target
 class ShapingStep(StepKind, Target):
     name = "shaping"
     model_config = ConfigDict(extra="allow")
+    _impairment: Impairment | None = PrivateAttr(None)  # the body, parsed once
 
     @property
     def body(self) -> dict:
@@ -26,7 +27,7 @@ class ShapingStep(StepKind, Target):
                 raise ValueError(f"{key}: set by the step (its duration), not in the shaping")
         no_bare_times(self.body)
         try:
-            self.requests(self.body)
+            self._impairment = self.requests(self.body)[0][1].shaping
         except ParamError as error:
             raise ValueError(error.message) from None
         return self
@@ -40,6 +41,6 @@ class ShapingStep(StepKind, Target):
     def do(self, run, key, step):
         shaping = run.lab.shaping
         saved = shaping.snapshot(self.keys())
-        shaping.change(self.requests(self.body))
+        shaping.change(self.requests_of(self._impairment))
         run.later(key, step, lambda: shaping.restore(saved))
         return now(), False

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from ...shaping.params import SERVICE_PATTERN, parse_request
+from ...shaping.params import SERVICE_PATTERN, Impairment, Request, parse_request
 from ..fields import Section
 
 
@@ -29,9 +29,13 @@ class Target(Section):
             return [(a, b), (b, a)]
         return [(self.service, self.peer)]
 
-    def requests(self, body: dict) -> list[tuple[str, object]]:
+    def requests(self, body: dict) -> list[tuple[str, Request]]:
         """(service, parsed request) per end: a link's body goes on each end's egress towards the other."""
         return [(service, parse_request({**body, "peer": peer})) for service, peer in self.keys()]
+
+    def requests_of(self, impairment: Impairment) -> list[tuple[str, Request]]:
+        """The same, of an impairment parsed before (a step's, a trace row's): nothing parsed at run time."""
+        return [(service, Request(impairment, peer=peer)) for service, peer in self.keys()]
 
     def where(self) -> str:
         return "<->".join(self.link) if self.link else f"{self.service}->{self.peer or 'all'}"

@@ -10,9 +10,9 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import ConfigDict, ValidationInfo, model_validator
+from pydantic import ConfigDict, PrivateAttr, ValidationInfo, model_validator
 
-from ...shaping.params import ParamError, format_time, parse_request
+from ...shaping.params import Impairment, ParamError, format_time
 from .. import trace as traces
 from ..fields import Seconds, Section
 from .base import StepKind, no_bare_times, now, register
@@ -22,6 +22,7 @@ from .target import Target
 class TraceRow(Section):
     model_config = ConfigDict(extra="allow")
     t: Seconds(86400.0)
+    _impairment: Impairment | None = PrivateAttr(None)  # its fields, parsed once by its step (None: unshaped)
 
 
 def eases(before: TraceRow, after: TraceRow) -> bool:
@@ -29,8 +30,7 @@ def eases(before: TraceRow, after: TraceRow) -> bool:
     delay, jitter or loss) ends a disruption: the replica's catch-up after it is measured."""
 
     def values(row: TraceRow) -> tuple[float, float, float, float]:
-        extra = row.model_extra or {}
-        shaping = parse_request(extra).shaping if extra else None
+        shaping = row._impairment
         if shaping is None:
             return 0.0, 0.0, 0.0, float("inf")
         return shaping.delay, shaping.jitter, shaping.loss, shaping.rate or float("inf")
@@ -84,7 +84,7 @@ class TraceStep(StepKind):
         for index, row in enumerate(self.rows):
             if row.model_extra:
                 try:
-                    target.requests(row.model_extra)
+                    row._impairment = target.requests(row.model_extra)[0][1].shaping
                 except ParamError as error:
                     raise ValueError(f"rows.{index}.{error.message}") from None
         return self
@@ -124,9 +124,8 @@ class TraceStep(StepKind):
 
     def apply_row(self, run, row: TraceRow, ends: bool) -> tuple[float, bool]:
         target = Target(link=self.link)
-        body = dict(row.model_extra or {})
-        if body:
-            run.lab.shaping.change(target.requests(body))
+        if row._impairment is not None:
+            run.lab.shaping.change(target.requests_of(row._impairment))
         else:
             run.lab.shaping.change([], removes=target.keys())
         return now(), ends
