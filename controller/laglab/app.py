@@ -11,11 +11,10 @@ from pathlib import Path
 
 from flask import Flask, request
 
-from . import config, errors
+from . import config, errors, platforms
 from .api import BLUEPRINTS, parts
 from .api.parts import lab_of
 from .cluster_lag import ClusterWatch
-from .containers import Containers
 from .counters import Counters
 from .db import Endpoint, lab_endpoints
 from .events import Events
@@ -47,7 +46,7 @@ class Lab:
     runs_lock: threading.Lock = field(default_factory=threading.Lock)  # one run at a time, checked and started as one
     run: Run | None = None  # the controller's own live results folder
     recorder: LagRecorder | None = None
-    containers: Containers | None = None
+    platform: platforms.Platform | None = None  # where the services run (Docker; Kubernetes: #23)
     executor: Executor | None = None
     shaping: ShapingManager | None = None
     counters: Counters | None = None
@@ -80,19 +79,17 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
         lab.recorder = LagRecorder(source, target, interval, settings.LAG_WINDOW_SECONDS, lab.run)
         lab.recorder.start()
     if app.config["START_SHAPING"]:
-        containers = lab.containers = Containers(settings.COMPOSE_PROJECT_NAME)
-        containers.watch()  # the list kept current from Docker's events: a live change lists nothing
-        executor = lab.executor = Executor(owns=containers.owns)
+        platform = lab.platform = platforms.create(platforms.DEFAULT, settings.COMPOSE_PROJECT_NAME)
+        platform.watch()  # the list kept current from the platform's events: a live change lists nothing
+        executor = lab.executor = Executor(owns=platform.owns)
         lab.netem_available = netem_available(executor)
         backend = choose_backend(settings.SHAPING_BACKEND, lab.netem_available)
-        lab.shaping = ShapingManager(
-            containers, executor, backend, Path(app.config["SHAPING_STATE"]), events=lab.events
-        )
-        lab.load = LoadGenerator(containers, settings)
-        lab.faults = FaultManager(containers, events=lab.events)
+        lab.shaping = ShapingManager(platform, executor, backend, Path(app.config["SHAPING_STATE"]), events=lab.events)
+        lab.load = LoadGenerator(platform, settings)
+        lab.faults = FaultManager(platform, events=lab.events)
         lab.shaping.start()
         if lab.run is not None:
-            lab.counters = Counters(containers, executor, lab.run)
+            lab.counters = Counters(platform, executor, lab.run)
             lab.counters.start()
         if lab.recorder is not None:
             from .replicators import CLUSTERS
@@ -188,7 +185,7 @@ def shutdown(app: Flask, clear_kernel: bool, run_grace: float = 20.0) -> None:
         lab.clusters.stop()
     if lab.shaping:
         lab.shaping.stop(clear_kernel=clear_kernel)
-    if lab.containers:
-        lab.containers.unwatch()
+    if lab.platform:
+        lab.platform.unwatch()
     if lab.recorder:
         lab.recorder.stop()

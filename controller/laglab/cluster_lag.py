@@ -146,7 +146,7 @@ class ClusterWatch:
         self._thread: threading.Thread | None = None
 
     def check(self) -> None:
-        running = {name for name, c in self.lab.containers.list(max_age=2.0).items() if c.running}
+        running = {name for name, c in self.lab.platform.list(max_age=2.0).items() if c.running}
         for name, kind in self.kinds.items():
             up = all(service in running for service in kind.services())
             if up and name not in self.recorders:

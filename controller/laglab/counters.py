@@ -11,8 +11,8 @@ from __future__ import annotations
 import threading
 import time
 
-from .containers import Containers
 from .executor import Executor
+from .platforms import Platform
 from .results import Fanout, Run, iso
 
 CHAIN = "LAGLAB_ACCT"
@@ -63,8 +63,8 @@ def counter_delta(before: int, after: int) -> int:
 
 
 class Counters:
-    def __init__(self, containers: Containers, executor: Executor, run: Run, interval: float = 1.0):
-        self.containers, self.executor, self.interval = containers, executor, interval
+    def __init__(self, platform: Platform, executor: Executor, run: Run, interval: float = 1.0):
+        self.platform, self.executor, self.interval = platform, executor, interval
         self.series = run.series("links.csv", COLUMNS)
         self.latest: list[dict] = []
         self.feed = Fanout("links")  # every sample's rows, as they are taken (scenario runs subscribe)
@@ -84,7 +84,7 @@ class Counters:
         self._prepared[service] = (pid, peers)
 
     def sample(self) -> list[dict]:
-        lab = {s: c for s, c in self.containers.list(max_age=1.0).items() if c.running and c.pid > 1 and c.ip}
+        lab = {s: c for s, c in self.platform.list(max_age=1.0).items() if c.running and c.pid > 1 and c.ip}
         now = time.time()
         stamp = {"time": iso(now), "epoch": round(now, 6)}
         rows = []

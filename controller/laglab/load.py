@@ -5,16 +5,13 @@ dashboard's load panel (POST/GET/DELETE /api/load)."""
 from __future__ import annotations
 
 import collections
-import io
 import os
 import re
 import signal
-import tarfile
 import threading
 import time
 from dataclasses import dataclass
 
-from .containers import put_files
 from .results import iso
 
 SCRIPTS = (
@@ -112,8 +109,8 @@ class LoadGenerator:
     scenario runs, so two loads never run at once. A load is stopped by its own process id (the
     controller shares the host's PID namespace), never by a pattern that could hit another one."""
 
-    def __init__(self, containers, settings, kill=os.kill, cmdline=None):
-        self.containers, self.settings = containers, settings
+    def __init__(self, platform, settings, kill=os.kill, cmdline=None):
+        self.platform, self.settings = platform, settings
         self.rows: collections.deque[dict] = collections.deque(maxlen=3600)
         self.profile: Profile | None = None
         self.owner: str | None = None
@@ -127,9 +124,6 @@ class LoadGenerator:
         self._kill = kill
         self._cmdline = cmdline or _cmdline
 
-    def container(self):
-        return self.containers.container("loadgen")
-
     def argv(self, profile: Profile, command: str, seconds: int | None = None) -> list[str]:
         s = self.settings
         return sysbench_argv(profile, command, s.LAB_USER, s.LAB_PASSWORD, s.LAB_DATABASE, seconds)
@@ -139,7 +133,6 @@ class LoadGenerator:
     def ensure_tls_files(self, server: str) -> None:
         """sysbench 1.0's --mysql-ssl=on reads cacert.pem, client-cert.pem and client-key.pem from its
         working directory: copy the ones the server generated (MySQL's auto_generate_certs) there."""
-        db = self.containers.container(server)
         files = {}
         for name, as_name in (
             ("ca.pem", "cacert.pem"),
@@ -147,20 +140,17 @@ class LoadGenerator:
             ("client-key.pem", "client-key.pem"),
         ):
             try:
-                stream, _ = db.get_archive(f"/var/lib/mysql/{name}")
+                files[as_name] = self.platform.read_file(server, f"/var/lib/mysql/{name}")
             except Exception as error:
                 raise RuntimeError(
                     f"{server} has no /var/lib/mysql/{name} (TLS needs the server's generated certificates): {error}"
                 ) from None
-            with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as source:
-                files[as_name] = source.extractfile(source.getmembers()[0]).read()
-        put_files(self.container(), self.TLS_DIR, files)
+        self.platform.put_files("loadgen", self.TLS_DIR, files)
 
     def prepare(self, profile: Profile) -> None:
         """cleanup + prepare the profile's tables (sysbench)."""
-        loadgen = self.container()
         for command in ("cleanup", "prepare"):
-            code, output = loadgen.exec_run(self.argv(profile, command))
+            code, output = self.platform.exec("loadgen", self.argv(profile, command))
             if code != 0:
                 raise RuntimeError(f"sysbench {command} failed: {output.decode(errors='replace')[-500:]}")
 
@@ -176,27 +166,13 @@ class LoadGenerator:
             self.owner, self.pid, self.stopping = owner, None, False
             if profile.protocol == "tls":
                 self.ensure_tls_files(profile.target)
-            loadgen = self.container()
             argv = self.argv(profile, "run", seconds)
             workdir = self.TLS_DIR if profile.protocol == "tls" else None
-            api = self.containers.client.api
-            exec_id = api.exec_create(loadgen.id, argv, workdir=workdir)["Id"]
-            stream = api.exec_start(exec_id, stream=True)
+            execution = self.platform.exec_stream("loadgen", argv, workdir=workdir)
+            stream = execution.chunks()
             self._thread = threading.Thread(target=self._follow, args=(stream, on_row), name="load", daemon=True)
             self._thread.start()
-            self.pid = self._exec_pid(api, exec_id)
-
-    @staticmethod
-    def _exec_pid(api, exec_id: str, timeout: float = 5.0) -> int | None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            info = api.exec_inspect(exec_id)
-            if info.get("Pid"):
-                return int(info["Pid"])
-            if not info.get("Running", True):
-                return None  # already over
-            time.sleep(0.05)
-        return None
+            self.pid = execution.pid()
 
     def _follow(self, stream, on_row) -> None:
         try:
@@ -220,9 +196,9 @@ class LoadGenerator:
     def mysqlslap(self, target: str, concurrency: int, queries: int, query: str, setup: str | None = None) -> dict:
         """Runs mysqlslap to completion in loadgen; returns seconds, queries per second, or the error."""
         s = self.settings
-        loadgen = self.container()
         if setup:
-            code, out = loadgen.exec_run(
+            code, out = self.platform.exec(
+                "loadgen",
                 [
                     "mysql",
                     f"--host={target}",
@@ -231,12 +207,12 @@ class LoadGenerator:
                     s.LAB_DATABASE,
                     "-e",
                     setup,
-                ]
+                ],
             )
             if code != 0:
                 return {"error": out.decode(errors="replace").strip()[-300:]}
         argv = mysqlslap_argv(target, s.LAB_USER, s.LAB_PASSWORD, s.LAB_DATABASE, concurrency, queries, query)
-        code, out = loadgen.exec_run(argv)
+        code, out = self.platform.exec("loadgen", argv)
         text = out.decode(errors="replace")
         seconds = parse_mysqlslap(text)
         if code != 0 or seconds is None:

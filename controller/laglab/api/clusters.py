@@ -12,9 +12,9 @@ bp = Blueprint("clusters", __name__)
 
 def _running(kind) -> bool:
     lab = parts.lab()
-    if lab.containers is None:
+    if lab.platform is None:
         return True  # no Docker API (unit tests): ask the nodes themselves
-    present = lab.containers.list()
+    present = lab.platform.list()
     return any(service in present for service in kind.services())
 
 

@@ -12,10 +12,10 @@ from ..errors import ApiError
 
 if TYPE_CHECKING:
     from ..app import Lab
-    from ..containers import Containers
     from ..faults import FaultManager
     from ..lag import LagRecorder
     from ..load import LoadGenerator
+    from ..platforms import Platform
     from ..shaping.manager import ShapingManager
 
 KEY = "laglab"
@@ -57,9 +57,9 @@ def load() -> LoadGenerator:
     return part
 
 
-def containers() -> Containers | None:
-    """None where the controller runs without the Docker API (unit tests)."""
-    return lab().containers
+def platform() -> Platform | None:
+    """None where the controller runs without a platform (unit tests)."""
+    return lab().platform
 
 
 def for_runs() -> Lab:

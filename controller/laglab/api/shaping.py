@@ -43,7 +43,7 @@ def put(service, query: models.ReadbackQuery, body: models.ShapingBody):
 )  # fmt: skip
 def get(service):
     m = manager()
-    lab = m.containers.list()
+    lab = m.platform.list()
     if service_name(service) not in lab:
         raise ApiError(404, f"service: no service {service!r} in this lab")
     return m.describe(service, lab)
@@ -79,7 +79,7 @@ def clear():
 )  # fmt: skip
 def containers():
     m = manager()
-    lab = m.containers.list()
+    lab = m.platform.list()
     shaped = {d["service"]: d["desired"] for d in m.all()}
     return {"containers": [{**c.as_json(), "shaping": shaped.get(s, [])} for s, c in sorted(lab.items())]}
 
@@ -102,7 +102,7 @@ def links():
 )  # fmt: skip
 def verify_link(body: models.VerifyBody):
     m = manager()
-    lab = m.containers.list()
+    lab = m.platform.list()
     ends = {}
     for field, name in (("from", body.from_), ("to", body.to)):
         if name not in lab or not lab[name].running or not lab[name].ip:

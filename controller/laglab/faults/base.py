@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import LabError
+from ..platforms import ServiceState
 
 
 class FaultError(LabError):
@@ -16,15 +17,13 @@ class FaultError(LabError):
 class Action:
     """One action on a service's container.
 
-    `call` does it through the Docker SDK's container object; `reached` says from the container's
-    state (docker inspect's State) that it took effect; `needs` is the state it must start from (its
-    message when not); `undo` names the action that reverses it once its duration is over (None: no
-    duration makes sense, as for restart)."""
+    The platform does it by its name (`Platform.act`); `reached` says from the container's state that it
+    took effect; `needs` is the state it must start from (its message when not); `undo` names the action
+    that reverses it once its duration is over (None: no duration makes sense, as for restart)."""
 
     name: str
-    call: Callable[[object], None]
-    reached: Callable[[dict], bool]
-    needs: Callable[[dict], bool]
+    reached: Callable[[ServiceState], bool]
+    needs: Callable[[ServiceState], bool]
     needs_text: str
     undo: str | None
     description: str

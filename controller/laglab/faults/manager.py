@@ -58,8 +58,8 @@ class Fault:
 
 
 class FaultManager:
-    def __init__(self, containers, events=None, keep: int = 200, settle_timeout: float = 60.0):
-        self.containers = containers
+    def __init__(self, platform, events=None, keep: int = 200, settle_timeout: float = 60.0):
+        self.platform = platform
         self.events = events
         self.recent: collections.deque[Fault] = collections.deque(maxlen=keep)
         self.settle_timeout = settle_timeout
@@ -78,12 +78,11 @@ class FaultManager:
                 raise FaultError(Kind.INVALID, f"duration: {action} cannot be undone; leave duration out")
             if not 0 <= duration <= MAX_DURATION:  # 0: undone as soon as it took effect (a blip)
                 raise FaultError(Kind.INVALID, f"duration: {duration:g}s is out of range (up to {MAX_DURATION:g}s)")
-        container = self._container(service)
-        state = container.attrs["State"]
+        state = self._state(service)
         if not spec.needs(state):
-            raise FaultError(Kind.CONFLICT, f"service: {service} is not {spec.needs_text} (it is {_state_text(state)})")
+            raise FaultError(Kind.CONFLICT, f"service: {service} is not {spec.needs_text} (it is {state.text})")
         fault = Fault(f"f{next(self._ids)}", service, action, duration, time.time(), undo_action=spec.undo)
-        fault.effect = self._do(container, spec)
+        fault.effect = self._do(service, spec)
         with self._lock:
             self.recent.append(fault)
         self._event(f"{service}: {action}" + (f" for {duration:g}s" if duration is not None else ""))
@@ -133,8 +132,9 @@ class FaultManager:
             self._undo(fault)
 
     # --- the work ---
-    def _container(self, service: str):
-        lab = self.containers.list()
+    def _state(self, service: str):
+        """The state of a service's container that faults may touch (FaultError naming the service)."""
+        lab = self.platform.list()
         found = lab.get(service)
         if found is None:
             raise FaultError(
@@ -145,18 +145,17 @@ class FaultManager:
                 Kind.CONFLICT,
                 f"service: {service} is the lab's measuring apparatus or a set-up job; faults never touch it",
             )
-        return self.containers.client.containers.get(found.id)
+        return self.platform.state(service)
 
-    def _do(self, container, spec) -> float:
+    def _do(self, service: str, spec) -> float:
         """Run the action; the time its effect was seen in the container's state."""
         try:
-            spec.call(container)
+            self.platform.act(service, spec.name)
         except Exception as error:
             raise FaultError(Kind.FAILED, f"action: {spec.name} failed: {type(error).__name__}") from None
         deadline = time.monotonic() + self.settle_timeout
         while True:
-            container.reload()
-            if spec.reached(container.attrs["State"]):
+            if spec.reached(self.platform.state(service)):
                 return time.time()
             if time.monotonic() > deadline:
                 raise FaultError(
@@ -179,9 +178,8 @@ class FaultManager:
                 return
             spec = ACTIONS[fault.undo_action]
             try:
-                container = self._container(fault.service)
-                if spec.needs(container.attrs["State"]):
-                    fault.undone = self._do(container, spec)
+                if spec.needs(self._state(fault.service)):
+                    fault.undone = self._do(fault.service, spec)
                 else:
                     fault.undone = time.time()
             except FaultError as error:
@@ -193,18 +191,10 @@ class FaultManager:
 
     def _reached(self, service: str, spec) -> bool:
         try:
-            container = self._container(service)
-            container.reload()
-            return bool(spec.reached(container.attrs["State"]))
+            return bool(spec.reached(self._state(service)))
         except Exception:
             return False
 
     def _event(self, text: str) -> None:
         if self.events is not None:
             self.events.add("fault", text)
-
-
-def _state_text(state: dict) -> str:
-    if state.get("Paused"):
-        return "paused"
-    return "running" if state.get("Running") else str(state.get("Status") or "stopped")

@@ -17,7 +17,6 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from .. import consistency
-from ..containers import put_files
 from ..db import Endpoint, connect
 from .base import Sleep, SourceToTarget, metrics_summary
 from .native import NativeLink
@@ -161,18 +160,17 @@ class Dm(SourceToTarget):
         self.started_once = False
         self.source_created = False
 
-    def _master(self):
-        return self.lab.containers.container("dm-master", hint="make up PROFILE=dm")
-
     def _dmctl(self, *command: str) -> str:
-        code, out = self._master().exec_run(dmctl_argv(*command))
+        self.lab.platform.running("dm-master", hint="make up PROFILE=dm")
+        code, out = self.lab.platform.exec("dm-master", dmctl_argv(*command))
         text = out.decode(errors="replace")
         if code != 0:
             raise RuntimeError(f"dmctl {' '.join(command[:1])} failed: {text.strip()[-300:]}")
         return text
 
     def _put(self, files: dict[str, str]) -> None:
-        put_files(self._master(), self.WORKDIR, {name: text.encode() for name, text in files.items()})
+        self.lab.platform.running("dm-master", hint="make up PROFILE=dm")
+        self.lab.platform.put_files("dm-master", self.WORKDIR, {name: text.encode() for name, text in files.items()})
 
     def task_options(self, replicator) -> TaskOptions:
         return TaskOptions(

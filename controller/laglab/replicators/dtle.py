@@ -388,9 +388,8 @@ class Dtle(SourceToTarget):
         out = []
         for agent in AGENTS:
             try:
-                container = self.lab.containers.container(agent)
-                _code, text = container.exec_run(
-                    ["sh", "-c", f"tail -q -n {int(lines)} /var/log/dtle/*.log 2>/dev/null"], demux=False
+                _code, text = self.lab.platform.exec(
+                    agent, ["sh", "-c", f"tail -q -n {int(lines)} /var/log/dtle/*.log 2>/dev/null"]
                 )
                 tail = (text or b"").decode(errors="replace").strip()
             except Exception as error:  # the agent is down: that is the news
@@ -400,7 +399,7 @@ class Dtle(SourceToTarget):
 
     def _logs(self) -> str:
         """agent_logs() where the lab has containers to read (not in unit tests without them)."""
-        if self.lab is None or getattr(self.lab, "containers", None) is None:
+        if self.lab is None or getattr(self.lab, "platform", None) is None:
             return ""
         return self.agent_logs()
 

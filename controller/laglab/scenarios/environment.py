@@ -11,7 +11,7 @@ from ..db import server_version
 def describe(lab) -> dict:
     return {
         "server_versions": {endpoint.name: server_version(endpoint) for endpoint in (lab.source, lab.target)},
-        "images": {service: lab.containers.image(c) for service, c in lab.containers.list().items()},
+        "images": {service: lab.platform.image(service) for service in lab.platform.list()},
         "kernel": platform.release(),
         "shaping_backend": lab.shaping.backend.name,
         "netem_available": lab.netem_available,

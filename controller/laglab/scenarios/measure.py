@@ -14,7 +14,7 @@ from .spec import LoadPlan, VerifyPlan
 
 def verify_link(lab, plan: VerifyPlan) -> dict:
     """RTT (and throughput when a rate is set) from plan.source to plan.to, measured from inside the lab."""
-    a, b = lab.containers.running(plan.source, plan.to, hint="is its profile up? make up PROFILE=...")
+    a, b = lab.platform.running(plan.source, plan.to, hint="is its profile up? make up PROFILE=...")
     rtt = verify.measure_rtt(lab.executor, a.pid, b.ip, 20)
     t = plan.tolerances
     tolerance = max(t.rtt_tolerance_ms, plan.rtt_ms * t.rtt_tolerance_pct / 100)

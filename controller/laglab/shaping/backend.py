@@ -37,7 +37,7 @@ class Applied:
 class Backend(Protocol):
     name: str
 
-    def attach(self, containers) -> None:
+    def attach(self, platform) -> None:
         """The lab's containers (the userspace backend finds the bridge's namespace through them)."""
 
     def unsupported(self, entry: Entry) -> tuple[str, str] | None: ...

@@ -18,7 +18,7 @@ from .plan import EgressPlan, Entry, build_egress
 class KernelBackend:
     name = "kernel"
 
-    def attach(self, containers) -> None:
+    def attach(self, platform) -> None:
         """Everything it shapes is in the containers' own namespaces."""
 
     @staticmethod

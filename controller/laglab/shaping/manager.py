@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..containers import Containers, LabContainer
 from ..errors import Kind, LabError
 from ..executor import CommandError, Executor
+from ..platforms import LabContainer, Platform
 from .backend import Applied, Backend
 from .impairment import Impairment
 from .params import ParamError, Request
@@ -66,11 +66,11 @@ BLOCK = Impairment(loss=1.0)
 
 
 class ShapingManager:
-    def __init__(self, containers: Containers, executor: Executor, backend: Backend, state_path: Path, events=None):
-        self.containers = containers
+    def __init__(self, platform: Platform, executor: Executor, backend: Backend, state_path: Path, events=None):
+        self.platform = platform
         self.executor = executor
         self.backend = backend
-        backend.attach(containers)
+        backend.attach(platform)
         self.state_path = Path(state_path)
         self.entries: dict[tuple[str, str | None], Entry] = {}
         self.partitions: dict[str, Partition] = {}
@@ -133,7 +133,7 @@ class ShapingManager:
             raise ShapingError(Kind.CONFLICT, f"{field}: service {service!r} is not running")
 
     def put(self, service: str, request: Request, readback: bool = True) -> dict:
-        lab = self.containers.list()  # outside the lock: the Docker API can be slow
+        lab = self.platform.list()  # outside the lock: the Docker API can be slow
         self._resolve(lab, service, "service")
         if request.peer is not None:
             self._resolve(lab, request.peer, "peer")
@@ -152,7 +152,7 @@ class ShapingManager:
             return self.describe(service, lab, readback)
 
     def delete(self, service: str, peer: str | None = None) -> dict:
-        lab = self.containers.list()
+        lab = self.platform.list()
         self._resolve(lab, service, "service")
         with self.lock:
             before = dict(self.entries)
@@ -167,7 +167,7 @@ class ShapingManager:
             return self.describe(service, lab)
 
     def clear(self) -> None:
-        lab = self.containers.list()
+        lab = self.platform.list()
         with self.lock:
             before = dict(self.entries)
             had_partitions = dict(self.partitions)
@@ -181,7 +181,7 @@ class ShapingManager:
     def change(self, puts: list[tuple[str, Request]], removes: list[tuple[str, str | None]] = ()) -> None:
         """Several entries set and removed at once, in one convergence (a timeline step, a trace row):
         the kernel never holds half of the change. Validated like put(); no read-back."""
-        lab = self.containers.list()
+        lab = self.platform.list()
         entries = []
         for service, request in puts:
             self._resolve(lab, service, "service")
@@ -214,12 +214,12 @@ class ShapingManager:
                     self.entries.pop(key, None)
                 else:
                     self.entries[key] = entry
-            self._apply_or_roll_back(self.containers.list(), before)
+            self._apply_or_roll_back(self.platform.list(), before)
 
     def prepare(self, services: list[str], warm: bool = True) -> None:
         """Ask the backend to make changes to what these services receive fast (a timeline's links,
         before its window opens), or to stop (`warm` False)."""
-        lab = self.containers.list()
+        lab = self.platform.list()
         with self.lock:
             ips = self.shapeable(lab)
             plans = self.backend.plan(self.planned_entries(), ips)
@@ -244,7 +244,7 @@ class ShapingManager:
 
     # --- partitions ---
     def partition(self, a: list[str], b: list[str], oneway: bool = False, duration: float | None = None) -> Partition:
-        lab = self.containers.list()
+        lab = self.platform.list()
         for field, group in (("a", a), ("b", b)):
             if not group:
                 raise ShapingError(Kind.INVALID, f"{field}: name at least one service")
@@ -276,7 +276,7 @@ class ShapingManager:
             before_partitions = dict(self.partitions)
             for pid in ids:
                 del self.partitions[pid]
-            self._apply_or_roll_back(self.containers.list(), dict(self.entries), before_partitions)
+            self._apply_or_roll_back(self.platform.list(), dict(self.entries), before_partitions)
             self._event(f"healed {', '.join(ids)}")
             return ids
 
@@ -313,7 +313,7 @@ class ShapingManager:
         return getattr(self.backend, "workers", {})
 
     def apply(self, lab: dict[str, LabContainer] | None = None, force: bool = False) -> None:
-        lab = self.containers.list() if lab is None else lab
+        lab = self.platform.list() if lab is None else lab
         with self.lock:
             ips = self.shapeable(lab)
             plans = self.backend.plan(self.planned_entries(), ips)
@@ -330,7 +330,7 @@ class ShapingManager:
 
     # --- reading back ---
     def describe(self, service: str, lab: dict[str, LabContainer] | None = None, readback: bool = True) -> dict:
-        lab = self.containers.list() if lab is None else lab
+        lab = self.platform.list() if lab is None else lab
         desired = [self._entry_json(e) for e in self.entries.values() if e.service == service]
         out = {"service": service, "backend": self.backend.name, "desired": desired}
         if not readback:  # four nsenter'd reads per namespace: most of a live change's answer time
@@ -355,7 +355,7 @@ class ShapingManager:
         return out
 
     def all(self) -> list[dict]:
-        lab = self.containers.list()
+        lab = self.platform.list()
         services = sorted({e.service for e in self.entries.values()})
         return [self.describe(s, lab) for s in services]
 
@@ -375,7 +375,7 @@ class ShapingManager:
     def _supervise(self, interval: float) -> None:
         while not self._stop.wait(interval):
             try:
-                lab = self.containers.list()
+                lab = self.platform.list()
                 with self.lock:
                     now = time.time()
                     expired = [k for k, e in self.entries.items() if e.expires_at and e.expires_at <= now]

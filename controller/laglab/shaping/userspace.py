@@ -25,8 +25,8 @@ import subprocess
 import sys
 import zlib
 
-from ..containers import Bridge
 from ..executor import Executor
+from ..platforms import Bridge
 from .backend import DEV, Applied, htb_commands, read_back_kernel
 from .params import Direction
 from .plan import Entry, NamespacePlan, build
@@ -110,24 +110,24 @@ class UserspaceBackend:
         self.python = python
         self.workers: dict[str, tuple[int, subprocess.Popen]] = {}  # receiver -> (queue, worker)
         self.sent: dict[str, str] = {}  # receiver -> the rules its worker has (only a change is sent)
-        self.containers = None
+        self.platform = None
         self.project = "laglab"
         self.fragments: dict[str, list[str]] = {}  # receiver -> its rules in the chain
         self.written: str | None = None  # the chain as last written (None: read it back first)
         self.warm: set[str] = set()  # receivers whose worker runs before it holds anything (prepare)
         self._batch: bool | None = None  # inside begin()/commit(): the chain is written once, at commit
 
-    def attach(self, containers) -> None:
+    def attach(self, platform) -> None:
         """The lab's containers: the project (chain and queue names) and the bridge's namespace."""
-        self.containers = containers
-        self.project = containers.project
+        self.platform = platform
+        self.project = platform.project
 
     @property
     def chain(self) -> str:
         return chain_name(self.project)
 
     def bridge(self) -> Bridge:
-        return self.containers.bridge()
+        return self.platform.bridge()
 
     @staticmethod
     def unsupported(entry: Entry) -> tuple[str, str] | None:

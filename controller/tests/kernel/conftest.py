@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from laglab.containers import Bridge, LabContainer
 from laglab.executor import Executor
+from laglab.platforms import Bridge, LabContainer
 from laglab.shaping import backends
 from laglab.shaping.manager import ShapingManager
 from laglab.shaping.userspace import chain_name

@@ -114,3 +114,112 @@ def fake_proc(root, pid: int, container_id: str, started: int = 1000) -> None:
     (root / str(pid) / "cgroup").write_text(f"0::/system.slice/docker-{container_id}.scope\n")
     fields = ["S", "1"] + ["0"] * 17 + [str(started)]  # field 3 (state) ... field 22 (start time)
     (root / str(pid) / "stat").write_text(f"{pid} (mysqld (x)) " + " ".join(fields) + " 0 0\n")
+
+
+class FakePlatform:
+    """The Platform interface (laglab/platforms/base.py) over a fixed listing, written once for every
+    unit test that needs one. `execs`: service -> (exit code, output bytes), or a function of argv that
+    answers so; a service not listed as running fails as the real platforms do (PlatformError naming
+    it). `ran` records (service, argv, workdir); `files` what put_files wrote, by full path."""
+
+    name = "fake"
+
+    def __init__(self, lab=None, execs=None, bridge=None, project="laglab"):
+        from laglab.platforms import Bridge
+
+        self.lab = dict(lab or {})
+        self.execs = dict(execs or {})
+        self._bridge = bridge or Bridge("br-lab0", 999)  # dockerd's namespace, where the lab's bridge is
+        self.project = project
+        self.ran: list[tuple[str, list[str], str | None]] = []
+        self.files: dict[str, bytes] = {}
+        self.paused: dict[str, bool] = {}
+        self.acted: list[tuple[str, str]] = []
+
+    @classmethod
+    def running_services(cls, *services: str, execs=None) -> "FakePlatform":
+        from laglab.platforms import LabContainer
+
+        lab = {
+            s: LabContainer(s, f"laglab-{s}-1", f"{i:064x}", 1000 + i, f"10.0.0.{i + 2}", True)
+            for i, s in enumerate(services)
+        }
+        return cls(lab, execs)
+
+    def list(self, max_age: float = 0.0):
+        return dict(self.lab)
+
+    def running(self, *services: str, hint: str = ""):
+        from laglab.platforms.base import running_of
+
+        return running_of(self.list(), services, hint)
+
+    def watch(self):
+        pass
+
+    def unwatch(self):
+        pass
+
+    def image(self, service):
+        return f"fake/{service}" if service in self.lab else None
+
+    def owns(self, pid):
+        return pid == self._bridge.pid or any(c.pid == pid and c.running for c in self.lab.values())
+
+    def bridge(self):
+        return self._bridge
+
+    def exec(self, service, argv, workdir=None):
+        self.running(service)
+        self.ran.append((service, list(argv), workdir))
+        answer = self.execs.get(service, (0, b""))
+        return answer(argv) if callable(answer) else answer
+
+    def read_file(self, service, path):
+        self.running(service)
+        return self.files[path]
+
+    def put_files(self, service, directory, files):
+        self.running(service)
+        for name, data in files.items():
+            self.files[f"{directory}/{name}"] = data
+
+    def exec_stream(self, service, argv, workdir=None):
+        _code, output = self.exec(service, argv, workdir)
+        return FakeExecution([output], pid=None)
+
+    def state(self, service):
+        from laglab.platforms import ServiceState
+
+        container = self.lab[service]
+        return ServiceState(
+            container.running, self.paused.get(service, False), "running" if container.running else "exited"
+        )
+
+    # As Docker answers: a kill of a container not running and an unpause of one not paused are
+    # refused (409); a start of a running one and a stop of a stopped one do nothing (304).
+    def act(self, service, action):
+        import dataclasses
+
+        from laglab.platforms import PlatformError
+
+        container, paused = self.lab[service], self.paused.get(service, False)
+        if (action == "kill" and not container.running) or (action == "unpause" and not paused):
+            raise PlatformError(f"409 Conflict: {action} {service}")
+        if action == "pause" and paused:
+            raise PlatformError(f"409 Conflict: {service} is already paused")
+        running = {"kill": False, "stop": False, "start": True, "restart": True}.get(action, container.running)
+        self.lab[service] = dataclasses.replace(container, running=running)
+        self.paused[service] = {"pause": True, "unpause": False}.get(action, paused and running)
+        self.acted.append((service, action))
+
+
+class FakeExecution:
+    def __init__(self, chunks, pid=None):
+        self._chunks, self._pid = chunks, pid
+
+    def chunks(self):
+        return iter(self._chunks)
+
+    def pid(self, timeout=5.0):
+        return self._pid

@@ -1,7 +1,7 @@
 """The lab's container list: one `/containers/json` call a read, an inspect only where the PID is not
 known to be the container's process any more."""
 
-from laglab.containers import Containers
+from laglab.platforms.docker import DockerPlatform
 
 from .fakes import FakeDocker, fake_proc
 
@@ -16,7 +16,7 @@ def lab(tmp_path, proc=None):
     })  # fmt: skip
     fake_proc(tmp_path, 101, SOURCE)
     fake_proc(tmp_path, 102, TARGET)
-    return docker.api, Containers("laglab", client=docker, proc=str(proc or tmp_path))
+    return docker.api, DockerPlatform("laglab", client=docker, proc=str(proc or tmp_path))
 
 
 def test_a_running_container_is_inspected_once_and_an_exited_one_never(tmp_path):
@@ -93,7 +93,7 @@ def test_a_watched_list_comes_from_memory_until_an_event_says_something_changed(
     try:
         wait_until(lambda: containers._watching, 5, 0.01, "the event stream followed")
         assert docker.event_filters == {
-            "type": "container", "label": "com.docker.compose.project=laglab", "event": list(Containers.EVENTS),
+            "type": "container", "label": "com.docker.compose.project=laglab", "event": list(DockerPlatform.EVENTS),
         }  # fmt: skip
         first = containers.list()
         for _ in range(5):

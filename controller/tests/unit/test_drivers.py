@@ -2,15 +2,15 @@
 dm-master container (neither product can run on this project's machines). Checks the exact
 requests and dmctl calls, the parsing of their metrics and status, and the summary math."""
 
-import io
 import json
-import tarfile
 
 import pytest
 
 from laglab.replicators import dm, dtle
 from laglab.replicators.base import metrics_summary
 from laglab.scenarios.spec import load_text
+
+from .fakes import FakePlatform
 
 DTLE_METRICS = """# HELP dtle_delay_time delay
 # TYPE dtle_delay_time gauge
@@ -204,21 +204,18 @@ def test_dm_query_status_and_metrics():
 
 
 class FakeMaster:
-    def __init__(self):
-        self.argv, self.files = [], {}
+    """dm-master's dmctl as it answers (JSON on stdout)."""
 
-    def exec_run(self, argv):
+    def __init__(self):
+        self.argv = []
+
+    def __call__(self, argv):
         self.argv.append(argv)
         if argv[:1] == ["/dmctl"] and argv[2] == "query-status":
             return 0, json.dumps(QUERY_STATUS).encode()
         if argv[:1] == ["/dmctl"] and argv[2:4] == ["operate-source", "show"]:
             return 0, b'{"result": true, "sources": []}'
         return 0, b'{"result": true}'
-
-    def put_archive(self, path, data):
-        with tarfile.open(fileobj=io.BytesIO(data)) as bundle:
-            for member in bundle.getmembers():
-                self.files[f"{path}/{member.name}"] = bundle.extractfile(member).read().decode()
 
 
 class FakeLab:
@@ -227,12 +224,8 @@ class FakeLab:
         LAB_DATABASE = "lab"
 
     def __init__(self, master):
-        class Containers:
-            def container(self, service, hint=""):
-                assert service == "dm-master"
-                return master
-
-        self.containers = Containers()
+        self.platform = FakePlatform.running_services("dm-master", execs={"dm-master": master})
+        master.files = self.platform.files
 
 
 def test_dm_driver_creates_the_source_once_and_resumes_later_points_from_the_checkpoint():
@@ -256,10 +249,10 @@ def test_dm_driver_creates_the_source_once_and_resumes_later_points_from_the_che
     assert all(a[1] == "--master-addr=dm-master:8261" for a in master.argv if a[0] == "/dmctl")
     import yaml
 
-    task = yaml.safe_load(master.files["/laglab-dm/task.yaml"])
+    task = yaml.safe_load(master.files["/laglab-dm/task.yaml"].decode())
     assert task["syncers"]["laglab"]["worker-count"] == 32 and task["task-mode"] == "all"
     assert task["target-database"]["host"] == "tidb"
-    assert yaml.safe_load(master.files["/laglab-dm/source.yaml"])["from"]["password"] == "pw"
+    assert yaml.safe_load(master.files["/laglab-dm/source.yaml"].decode())["from"]["password"] == "pw"
     assert driver.reports_no_delay() is False  # secondsBehindMaster 2
     driver.stop()
     assert master.argv[-1][2:] == ["stop-task", "laglab"] and driver.running is False

@@ -13,6 +13,8 @@ from laglab.lag import LagSample
 from laglab.replicators import dtle
 from laglab.scenarios.spec import load_text
 
+from .fakes import FakePlatform
+
 CONFIG = Path(__file__).resolve().parents[3] / "config" / "dtle"
 
 
@@ -316,25 +318,9 @@ def test_no_hand_over_from_a_target_with_errant_transactions():
     assert world.job_running is False
 
 
-class AgentContainer:
-    """The Docker SDK's container.exec_run as it answers: (exit code, bytes of output)."""
-
-    def __init__(self, text):
-        self.text, self.argv = text, None
-
-    def exec_run(self, argv, demux=False):
-        self.argv = argv
-        return 0, self.text.encode()
-
-
-class Containers:
-    def __init__(self, logs):
-        self.logs = logs
-
-    def container(self, service, hint=""):
-        if self.logs.get(service) is None:
-            raise RuntimeError(f"{service} not running")
-        return AgentContainer(self.logs[service])
+def agents(logs: dict[str, str]) -> FakePlatform:
+    """The agents' containers, each answering `tail` with its log (an agent left out is not running)."""
+    return FakePlatform.running_services(*logs, execs={a: (0, text.encode()) for a, text in logs.items()})
 
 
 def test_a_job_that_does_not_start_quotes_the_agents_own_logs():
@@ -347,7 +333,7 @@ def test_a_job_that_does_not_start_quotes_the_agents_own_logs():
     world = World(source=10, native=10)
     driver = driver_in(world)
     driver.nomad = Failing(world)
-    driver.lab.containers = Containers({"dtle-src": "", "dtle-dst": "ERROR dest: dial tcp mysql-target:3306: refused"})
+    driver.lab.platform = agents({"dtle-src": "", "dtle-dst": "ERROR dest: dial tcp mysql-target:3306: refused"})
     with pytest.raises(dtle.DriverError) as failure:
         driver.start(REPLICATOR, 0.0)
     assert str(failure.value).splitlines() == [
@@ -355,7 +341,7 @@ def test_a_job_that_does_not_start_quotes_the_agents_own_logs():
         "dtle-src's DTLE log (last 5 lines): (empty)",
         "dtle-dst's DTLE log (last 5 lines): ERROR dest: dial tcp mysql-target:3306: refused",
     ]
-    driver.lab.containers = Containers({"dtle-src": "ok"})
+    driver.lab.platform = agents({"dtle-src": "ok"})
     assert driver.agent_logs().splitlines()[1] == (
-        "dtle-dst's DTLE log (last 5 lines): (no log: RuntimeError: dtle-dst not running)"
+        "dtle-dst's DTLE log (last 5 lines): (no log: PlatformError: dtle-dst not running)"
     )

@@ -3,10 +3,11 @@ refuses (with the field named), and undo after the duration."""
 
 import pytest
 
-from laglab.containers import LabContainer
 from laglab.errors import status_of
 from laglab.events import Events
 from laglab.faults import FaultError, FaultManager
+from laglab.platforms import LabContainer
+from laglab.platforms.docker import DockerPlatform
 
 from ..polling import wait_until
 
@@ -77,11 +78,13 @@ class FakeDocker:
         self.containers = Collection()
 
 
-class FakeContainers:
-    def __init__(self):
-        self.client = FakeDocker()
+class FakeContainers(DockerPlatform):
+    """The Docker platform's own calls over a fixed listing and the fake SDK."""
 
-    def list(self):
+    def __init__(self):
+        super().__init__("laglab", client=FakeDocker())
+
+    def list(self, max_age=0.0):
         running = self.client.states["id-target"]["Running"]
         return {
             "mysql-target": LabContainer("mysql-target", "lab-mysql-target-1", "id-target", 10, "10.0.0.3", running),
@@ -95,14 +98,14 @@ def faults():
 
 
 def calls(faults):
-    return [c for c in faults.containers.client.log if c[0] != "get"]
+    return [c for c in faults.platform.client.log if c[0] != "get"]
 
 
 def test_kill_is_sigkill_and_its_effect_is_seen_in_the_state(faults):
     fault = faults.inject("mysql-target", "kill")
     assert calls(faults) == [("kill", "SIGKILL")]
     assert fault.effect >= fault.asked and not fault.active, "no duration: nothing to undo"
-    assert faults.containers.client.states["id-target"]["Running"] is False
+    assert faults.platform.client.states["id-target"]["Running"] is False
     assert faults.events.since(0)[-1]["text"] == "mysql-target: kill"
 
 
@@ -153,7 +156,7 @@ def test_undoing_a_fault_its_timer_is_undoing_is_not_an_error(faults):
 def test_an_undo_whose_effect_is_already_there_counts_as_done(faults):
     """Someone ran `docker unpause` by hand: the container's state decides, not the fault's record."""
     fault = faults.inject("mysql-target", "pause", duration=60)
-    faults.containers.client.states["id-target"]["Paused"] = False
+    faults.platform.client.states["id-target"]["Paused"] = False
     assert faults.undo(fault.id).undone is not None and fault.error is None
     assert calls(faults) == [("pause",)]
 

@@ -8,8 +8,9 @@ import threading
 import pytest
 
 from laglab.app import create_app
-from laglab.containers import Containers, LabContainer
 from laglab.load import LoadBusy, LoadGenerator, Profile
+from laglab.platforms import LabContainer
+from laglab.platforms.docker import DockerPlatform
 
 
 class FakeApi:
@@ -48,13 +49,13 @@ class FakeClient:
         self.containers = _Containers()
 
 
-class FakeContainers(Containers):
+class FakeContainers(DockerPlatform):
     """The real lookups (running, container) over a fixed listing and the fake Docker SDK."""
 
     def __init__(self):
         super().__init__("laglab", client=FakeClient())
 
-    def list(self):
+    def list(self, max_age=0.0):
         return {"loadgen": LabContainer("loadgen", "laglab-loadgen-1", "d" * 64, 900, "10.0.0.5", True)}
 
 
@@ -81,7 +82,7 @@ def generator():
 def test_a_load_is_started_by_exec_and_stopped_by_its_own_pid(generator):
     rows = []
     generator.start(Profile(), 30, on_row=rows.append, owner="run-1")
-    api = generator.containers.client.api
+    api = generator.platform.client.api
     assert api.calls[0] == ("exec_create", "d" * 64, generator.argv(Profile(), "run", 30), None)
     assert (generator.pid, generator.owner, generator.running) == (4242, "run-1", True)
     generator.stop(wait=5)
@@ -128,9 +129,9 @@ def test_the_panel_cannot_stop_a_runs_load_and_a_stop_answers_at_once(api, gener
     response = client.delete("/api/load")
     assert response.status_code == 409 and "DELETE /api/runs/r1" in response.json["error"]
     assert generator.killed == []
-    generator.containers.client.api.done.set()
+    generator.platform.client.api.done.set()
     generator.wait(5)
-    generator.containers.client.api.done.clear()
+    generator.platform.client.api.done.clear()
     generator.commands[4242] = "sysbench run"
     assert client.post("/api/load", json={"rate": 10, "seconds": 30}).status_code == 201
     response = client.delete("/api/load")

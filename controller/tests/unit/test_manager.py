@@ -2,15 +2,15 @@
 
 import pytest
 
-from laglab.containers import Bridge, LabContainer
 from laglab.errors import status_of
 from laglab.executor import Executor
+from laglab.platforms import LabContainer
 from laglab.shaping import backends
 from laglab.shaping.manager import ShapingError, ShapingManager
 from laglab.shaping.params import parse_request
 from laglab.shaping.userspace import chain_name, queue_numbers
 
-from .fakes import FakeDocker
+from .fakes import FakeDocker, FakePlatform
 
 LAB = {
     "mysql-source": LabContainer("mysql-source", "laglab-mysql-source-1", "a" * 64, 1001, "10.0.0.2", True),
@@ -19,21 +19,8 @@ LAB = {
 }
 
 
-class FakeContainers:
-    project = "laglab"
-
-    def __init__(self, lab):
-        self.lab = dict(lab)
-
-    def list(self):
-        return dict(self.lab)
-
-    def bridge(self):
-        return Bridge("br-lab0", 999)  # dockerd's namespace, where the lab's bridge is
-
-
 def manager(backend, tmp_path, lab=LAB):
-    return ShapingManager(FakeContainers(lab), Executor(dry_run=True), backend, tmp_path / "state.json")
+    return ShapingManager(FakePlatform(lab), Executor(dry_run=True), backend, tmp_path / "state.json")
 
 
 def ns(pid, *argv):
@@ -129,7 +116,7 @@ def test_changes_are_recorded_as_events(tmp_path):
 
     events = Events()
     m = ShapingManager(
-        FakeContainers(LAB), Executor(dry_run=True), backends.UserspaceBackend(), tmp_path / "s.json", events=events
+        FakePlatform(LAB), Executor(dry_run=True), backends.UserspaceBackend(), tmp_path / "s.json", events=events
     )
     m.put("mysql-source", parse_request({"delay": "40ms", "peer": "mysql-target"}))
     m.clear()
@@ -155,9 +142,7 @@ class HangingExecutor(Executor):
 
 def test_a_hung_tc_is_rolled_back_like_a_failed_one(tmp_path):
     """Defect: the rollback caught CommandError/OSError, not TimeoutExpired: half-changed state."""
-    m = ShapingManager(
-        FakeContainers(LAB), HangingExecutor(dry_run=True), backends.KernelBackend(), tmp_path / "s.json"
-    )
+    m = ShapingManager(FakePlatform(LAB), HangingExecutor(dry_run=True), backends.KernelBackend(), tmp_path / "s.json")
     m.put("mysql-source", parse_request({"delay": "100ms"}))
     m.executor.hang = True
     m.executor.ran.clear()
@@ -196,15 +181,15 @@ def test_kernel_backend_changes_values_in_place_and_rebuilds_only_a_new_layout(t
 
 def test_the_never_shaped_label_decides_not_the_name(tmp_path):
     """One label in compose.yaml (laglab.shaped: never) marks the apparatus and set-up jobs."""
-    from laglab.containers import Containers
+    from laglab.platforms.docker import DockerPlatform
 
     docker = FakeDocker({
         "gr-setup" * 3: {"service": "gr-setup", "pid": 1101, "labels": {"laglab.shaped": "never"}},
         "mysql-source" * 3: {"service": "mysql-source", "pid": 1102},
     })  # fmt: skip
-    lab = Containers("laglab", client=docker).list()
+    lab = DockerPlatform("laglab", client=docker).list()
     assert (lab["gr-setup"].shapeable, lab["mysql-source"].shapeable) == (False, True)
-    m = ShapingManager(FakeContainers(lab), Executor(dry_run=True), backends.KernelBackend(), tmp_path / "s.json")
+    m = ShapingManager(FakePlatform(lab), Executor(dry_run=True), backends.KernelBackend(), tmp_path / "s.json")
     with pytest.raises(ShapingError) as caught:
         m.put("gr-setup", parse_request({"delay": "1ms"}))
     assert status_of(caught.value) == 409

@@ -5,8 +5,8 @@ import pytest
 
 from laglab import config
 from laglab.app import create_app
-from laglab.containers import Containers
 from laglab.executor import Executor, NamespaceGone
+from laglab.platforms.docker import DockerPlatform
 
 from .fakes import FakeDocker
 
@@ -47,7 +47,7 @@ def test_an_exposed_controller_needs_a_token():
 def test_a_recycled_pid_is_never_entered(tmp_path):
     (tmp_path / "4321").mkdir()
     cgroup = tmp_path / "4321" / "cgroup"
-    containers = Containers("laglab", client=FakeDocker({"abc123" * 10: {"service": "mysql-source", "pid": 4321}}),
+    containers = DockerPlatform("laglab", client=FakeDocker({"abc123" * 10: {"service": "mysql-source", "pid": 4321}}),
                             proc=str(tmp_path))  # fmt: skip
     containers.list()
     cgroup.write_text("8:pids:/docker/" + "abc123" * 10 + "\n")

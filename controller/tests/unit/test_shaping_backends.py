@@ -216,7 +216,7 @@ def test_shaping_imports_without_the_controllers_web_stack():
         "import sys\n"
         "for name in ('flask', 'werkzeug', 'pydantic', 'yaml', 'docker'):\n"
         "    sys.modules[name] = None\n"
-        "import laglab.shaping.manager, laglab.shaping.backends, laglab.shaping.userspace, laglab.containers\n"
+        "import laglab.shaping.manager, laglab.shaping.backends, laglab.shaping.userspace, laglab.platforms.docker\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).parents[2])
     assert done.returncode == 0, done.stderr[-2000:]

@@ -1,4 +1,5 @@
-"""The lab's containers, as the Docker API shows them: only those labelled with this compose project.
+"""The Docker platform: the lab's containers as the Docker API shows them, only those labelled with
+this compose project.
 
 A service name resolves to its running container, the PID that holds its network namespace and its
 address on the lab network. Anything without the project's label does not exist for the controller.
@@ -12,7 +13,8 @@ import os
 import tarfile
 import threading
 import time
-from dataclasses import dataclass
+
+from .base import Bridge, LabContainer, ServiceState, running_of
 
 log = logging.getLogger("laglab.containers")
 PROJECT_LABEL = "com.docker.compose.project"
@@ -20,38 +22,9 @@ SERVICE_LABEL = "com.docker.compose.service"
 SHAPED_LABEL = "laglab.shaped"  # "never": the measuring apparatus and set-up jobs (compose.yaml)
 
 
-@dataclass(frozen=True)
-class LabContainer:
-    service: str
-    name: str
-    id: str
-    pid: int
-    ip: str | None
-    running: bool
-    shapeable: bool = True
+class DockerPlatform:
+    name = "docker"
 
-    def as_json(self) -> dict:
-        return {
-            "service": self.service,
-            "container": self.name,
-            "id": self.id[:12],
-            "pid": self.pid,
-            "ip": self.ip,
-            "running": self.running,
-            "shapeable": self.shapeable,
-        }
-
-
-@dataclass(frozen=True)
-class Bridge:
-    """The lab network's bridge device and a process in the namespace that holds it (dockerd's): where
-    br_netfilter shows every packet between two lab containers to iptables."""
-
-    name: str
-    pid: int
-
-
-class Containers:
     def __init__(self, project: str, client=None, proc: str = "/proc"):
         self.project = project
         self._client = client
@@ -195,21 +168,70 @@ class Containers:
 
     def running(self, *services: str, hint: str = "") -> list[LabContainer]:
         """The running containers of these services, or an error naming the ones that are not running."""
-        lab = self.list()
-        missing = [s for s in services if s not in lab or not lab[s].running]
-        if missing:
-            raise RuntimeError(f"{', '.join(missing)} not running" + (f" ({hint})" if hint else ""))
-        return [lab[s] for s in services]
+        return running_of(self.list(), services, hint)
 
     def container(self, service: str, hint: str = ""):
-        """The Docker SDK's container object of a running service (exec, put_archive)."""
+        """The Docker SDK's container object of a running service."""
         return self.client.containers.get(self.running(service, hint=hint)[0].id)
 
-    def image(self, container: LabContainer) -> str | None:
+    def image(self, service: str) -> str | None:
+        found = self.list().get(service)
         try:
-            return self.client.containers.get(container.id).attrs["Config"]["Image"]
+            return self.client.containers.get(found.id).attrs["Config"]["Image"] if found else None
         except Exception:
             return None
+
+    # --- inside a service's container ---
+    def exec(self, service: str, argv: list[str], workdir: str | None = None) -> tuple[int, bytes]:
+        code, out = self.container(service).exec_run(argv, workdir=workdir)
+        return code, out or b""
+
+    def exec_stream(self, service: str, argv: list[str], workdir: str | None = None) -> DockerExecution:
+        api = self.client.api
+        exec_id = api.exec_create(self.running(service)[0].id, argv, workdir=workdir)["Id"]
+        return DockerExecution(api, exec_id, api.exec_start(exec_id, stream=True))
+
+    def read_file(self, service: str, path: str) -> bytes:
+        stream, _ = self.container(service).get_archive(path)
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as bundle:
+            return bundle.extractfile(bundle.getmembers()[0]).read()
+
+    def put_files(self, service: str, directory: str, files: dict[str, bytes]) -> None:
+        """docker cp, from memory."""
+        out = io.BytesIO()
+        with tarfile.open(fileobj=out, mode="w") as bundle:
+            for name, data in files.items():
+                info = tarfile.TarInfo(name)
+                info.size, info.mode = len(data), 0o600
+                bundle.addfile(info, io.BytesIO(data))
+        container = self.container(service)
+        container.exec_run(["mkdir", "-p", directory])
+        container.put_archive(directory, out.getvalue())
+
+    # --- faults: `docker kill -s KILL | stop | start | restart | pause | unpause` ---
+    ACTIONS = {
+        "kill": lambda c: c.kill(signal="SIGKILL"),
+        "stop": lambda c: c.stop(timeout=30),
+        "start": lambda c: c.start(),
+        "restart": lambda c: c.restart(timeout=30),
+        "pause": lambda c: c.pause(),
+        "unpause": lambda c: c.unpause(),
+    }
+
+    def _any_container(self, service: str):
+        found = self.list().get(service)
+        if found is None:
+            raise KeyError(service)
+        return self.client.containers.get(found.id)
+
+    def state(self, service: str) -> ServiceState:
+        container = self._any_container(service)
+        container.reload()
+        state = container.attrs["State"]
+        return ServiceState(bool(state.get("Running")), bool(state.get("Paused")), str(state.get("Status") or ""))
+
+    def act(self, service: str, action: str) -> None:
+        self.ACTIONS[action](self._any_container(service))
 
     def bridge(self) -> Bridge:
         """The bridge of this project's `lab` network (compose labels it) and the dockerd process whose
@@ -261,13 +283,23 @@ class Containers:
             return False
 
 
-def put_files(container, directory: str, files: dict[str, bytes]) -> None:
-    """Write files (mode 600) into `directory` of a container, creating it: docker cp, from memory."""
-    out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w") as bundle:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size, info.mode = len(data), 0o600
-            bundle.addfile(info, io.BytesIO(data))
-    container.exec_run(["mkdir", "-p", directory])
-    container.put_archive(directory, out.getvalue())
+class DockerExecution:
+    """An exec started with its output streamed (sysbench's report lines as they come)."""
+
+    def __init__(self, api, exec_id: str, stream):
+        self.api, self.exec_id, self.stream = api, exec_id, stream
+
+    def chunks(self):
+        return iter(self.stream)
+
+    def pid(self, timeout: float = 5.0) -> int | None:
+        """The exec's PID as the host sees it (None once it is over, or when Docker does not say)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            info = self.api.exec_inspect(self.exec_id)
+            if info.get("Pid"):
+                return int(info["Pid"])
+            if not info.get("Running", True):
+                return None  # already over
+            time.sleep(0.05)
+        return None

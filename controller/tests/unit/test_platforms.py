@@ -1,0 +1,34 @@
+"""The platform seam: every implementation (and the one fake) answers the whole interface, with the
+interface's parameters; the registry names what it knows."""
+
+import inspect
+
+import pytest
+
+from laglab import platforms
+from laglab.platforms.base import Platform
+from laglab.platforms.docker import DockerPlatform
+
+from .fakes import FakePlatform
+
+METHODS = [n for n, v in vars(Platform).items() if callable(v) and not n.startswith("_")]
+
+
+@pytest.mark.parametrize("implementation", [DockerPlatform, FakePlatform])
+def test_an_implementation_answers_the_whole_interface(implementation):
+    assert {"list", "running", "exec", "act", "state", "owns", "bridge"} <= set(METHODS)
+    for name in METHODS:
+        ours, theirs = inspect.signature(getattr(Platform, name)), inspect.signature(getattr(implementation, name))
+        assert list(theirs.parameters) == list(ours.parameters), f"{implementation.__name__}.{name}"
+
+
+def test_the_registry_creates_docker_and_names_what_it_knows():
+    assert isinstance(platforms.create("docker", "laglab"), DockerPlatform)
+    with pytest.raises(platforms.PlatformError, match="platform: 'k8s' is not one of docker"):
+        platforms.create("k8s", "laglab")
+
+
+def test_a_service_not_running_is_named_with_the_hint():
+    fake = FakePlatform.running_services("mysql-source")
+    with pytest.raises(platforms.PlatformError, match=r"dm-master not running \(make up PROFILE=dm\)"):
+        fake.running("mysql-source", "dm-master", hint="make up PROFILE=dm")
