@@ -6,7 +6,8 @@ The manager keeps desired state, persistence and supervision; a backend turns de
 plan per container (`plan`, pure), makes one container's kernel match its plan (`converge`, through
 the executor, changing in place what can be changed in place), reads it back (`read_back`) and
 refuses with the field named what it cannot honour (`unsupported`). A backend owns whatever it runs
-besides the kernel (the userspace workers).
+besides the kernel (the userspace workers): that, batching and preparing are optional capabilities,
+each its own protocol below, so a backend without them writes no empty methods.
 
 Shared here: the device, the htb helpers both use for rates, and the common read-back.
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from ..executor import Executor
 from .params import format_rate
@@ -35,10 +36,9 @@ class Applied:
 
 
 class Backend(Protocol):
-    name: str
+    """What every backend does: refuse what it cannot honour, plan, converge one container, read back."""
 
-    def attach(self, platform) -> None:
-        """The lab's containers (the userspace backend finds the bridge's namespace through them)."""
+    name: str
 
     def unsupported(self, entry: Entry) -> tuple[str, str] | None: ...
 
@@ -48,23 +48,40 @@ class Backend(Protocol):
         self, executor: Executor, service: str, pid: int, plan: object, previous: Applied | None, force: bool
     ) -> Applied: ...
 
-    def release(self, executor: Executor, service: str, applied: Applied) -> None:
-        """The container is gone or no longer shapeable: stop what runs for it."""
-
     def carriers(self, service: str, own_ip: str | None, applied: dict[str, Applied]) -> list[str]:
         """Every container whose kernel carries this service's shaping (read back together)."""
 
     def read_back(self, executor: Executor, service: str, pid: int, applied: Applied | None) -> dict: ...
 
+
+# Optional capabilities: a backend has one when it has its methods (the manager asks with isinstance).
+@runtime_checkable
+class Batching(Protocol):
+    """Writes something shared by every container once per convergence (the userspace backend's chain)."""
+
     def begin(self) -> None:
         """A convergence of every container starts (converge/release calls follow, then commit)."""
 
     def commit(self, executor: Executor, force: bool) -> None:
-        """It ends: what the backend batched (the userspace backend's chain) is written now."""
+        """It ends: what was batched is written now."""
 
+
+@runtime_checkable
+class Preparing(Protocol):
     def prepare(self, executor: Executor, service: str, plan: object, warm: bool) -> None:
         """Make changes to what `service` receives fast before they are asked (a timeline knows its
-        steps in advance), or stop doing so (`warm` False). A backend with nothing to start: no-op."""
+        steps in advance), or stop doing so (`warm` False)."""
+
+
+@runtime_checkable
+class Supervised(Protocol):
+    """Runs something besides the kernel (the userspace workers): the supervisor watches it."""
+
+    def attach(self, platform) -> None:
+        """The lab's platform (the userspace backend finds the bridge's namespace through it)."""
+
+    def release(self, executor: Executor, service: str, applied: Applied) -> None:
+        """The container is gone or no longer shapeable: stop what runs for it."""
 
     def healthy(self) -> bool:
         """False when something the backend runs died (the supervisor re-applies)."""

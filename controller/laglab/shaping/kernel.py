@@ -18,9 +18,6 @@ from .plan import EgressPlan, Entry, build_egress
 class KernelBackend:
     name = "kernel"
 
-    def attach(self, platform) -> None:
-        """Everything it shapes is in the containers' own namespaces."""
-
     @staticmethod
     def unsupported(entry: Entry) -> tuple[str, str] | None:
         if entry.direction is not Direction.EGRESS:
@@ -109,9 +106,6 @@ class KernelBackend:
             executor.run(cmd, netns_pid=pid)  # every command is a `replace` of fixed handles
         return Applied(pid, plan)
 
-    def release(self, executor: Executor, service: str, applied: Applied) -> None:
-        """Nothing runs besides the kernel: a gone container took its qdiscs with it."""
-
     @staticmethod
     def carriers(service: str, own_ip: str | None, applied: dict[str, Applied]) -> list[str]:
         return [service]  # everything is on the sender's own egress
@@ -119,22 +113,3 @@ class KernelBackend:
     @staticmethod
     def read_back(executor: Executor, service: str, pid: int, applied: Applied | None) -> dict:
         return {**read_back_kernel(executor, pid), "iptables": [], "hooks": 0, "worker": None}
-
-    @staticmethod
-    def begin() -> None:
-        """Each container's qdiscs are its own: nothing to batch."""
-
-    @staticmethod
-    def commit(executor: Executor, force: bool) -> None:
-        pass
-
-    @staticmethod
-    def prepare(executor: Executor, service: str, plan, warm: bool) -> None:
-        """Nothing to start: a tc change takes effect at once."""
-
-    @staticmethod
-    def healthy() -> bool:
-        return True
-
-    def stop(self) -> None:
-        pass

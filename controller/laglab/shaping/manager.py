@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from ..errors import Kind, LabError
 from ..executor import CommandError, Executor
 from ..platforms import LabContainer, Platform
-from .backend import Applied, Backend
+from .backend import Applied, Backend, Batching, Preparing, Supervised
 from .impairment import Impairment
 from .params import ParamError, Request
 
@@ -70,7 +70,8 @@ class ShapingManager:
         self.platform = platform
         self.executor = executor
         self.backend = backend
-        backend.attach(platform)
+        if isinstance(backend, Supervised):
+            backend.attach(platform)
         self.state_path = Path(state_path)
         self.entries: dict[tuple[str, str | None], Entry] = {}
         self.partitions: dict[str, Partition] = {}
@@ -219,6 +220,8 @@ class ShapingManager:
     def prepare(self, services: list[str], warm: bool = True) -> None:
         """Ask the backend to make changes to what these services receive fast (a timeline's links,
         before its window opens), or to stop (`warm` False)."""
+        if not isinstance(self.backend, Preparing):
+            return  # nothing to start: a change takes effect at once
         lab = self.platform.list()
         with self.lock:
             ips = self.shapeable(lab)
@@ -317,16 +320,22 @@ class ShapingManager:
         with self.lock:
             ips = self.shapeable(lab)
             plans = self.backend.plan(self.planned_entries(), ips)
-            self.backend.begin()
+            batching = self.backend if isinstance(self.backend, Batching) else None
+            supervised = self.backend if isinstance(self.backend, Supervised) else None
+            if batching:
+                batching.begin()
             try:
                 for service, plan in plans.items():
                     self.applied[service] = self.backend.converge(
                         self.executor, service, lab[service].pid, plan, self.applied.get(service), force
                     )
                 for service in [s for s in self.applied if s not in plans]:
-                    self.backend.release(self.executor, service, self.applied.pop(service))
+                    applied = self.applied.pop(service)
+                    if supervised:
+                        supervised.release(self.executor, service, applied)
             finally:
-                self.backend.commit(self.executor, force)
+                if batching:
+                    batching.commit(self.executor, force)
 
     # --- reading back ---
     def describe(self, service: str, lab: dict[str, LabContainer] | None = None, readback: bool = True) -> dict:
@@ -391,7 +400,7 @@ class ShapingManager:
                         self.save()
                     ips = self.shapeable(lab)
                     moved = any(s in self.applied and self.applied[s].pid != lab[s].pid for s in ips)
-                    dead = not self.backend.healthy()
+                    dead = isinstance(self.backend, Supervised) and not self.backend.healthy()
                     if expired or moved or dead or set(ips) != set(self.applied):
                         self.apply(lab)
                 self.last_error = None
@@ -413,7 +422,8 @@ class ShapingManager:
                 except Exception as error:
                     log.error("clearing shaping at exit failed: %s", error)
                 self.entries, self.partitions = saved, partitions  # kept on disk: a restart re-applies it
-            self.backend.stop()
+            if isinstance(self.backend, Supervised):
+                self.backend.stop()
 
 
 def _settings_text(entry: Entry) -> str:

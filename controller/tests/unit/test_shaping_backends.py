@@ -266,3 +266,13 @@ def test_after_a_change_a_new_packet_gets_the_new_delay_at_once_as_netem():
     assert worker.last_due["10.0.0.2"] == 100.060
     worker.set_rules({"10.0.0.2": {"delay": 0.020}})
     assert "10.0.0.2" not in worker.last_due  # a packet at 100.001 is due at 100.021, ahead of the held one
+
+
+def test_the_kernel_backend_writes_no_empty_capability_and_the_userspace_one_has_them_all():
+    from laglab.shaping.backend import Backend, Batching, Preparing, Supervised
+
+    kernel, userspace = backends.KernelBackend(), backends.UserspaceBackend()
+    required = [n for n, v in vars(Backend).items() if callable(v) and not n.startswith("_")]
+    assert all(callable(getattr(b, n, None)) for b in (kernel, userspace) for n in required)
+    assert [isinstance(kernel, c) for c in (Batching, Preparing, Supervised)] == [False, False, False]
+    assert [isinstance(userspace, c) for c in (Batching, Preparing, Supervised)] == [True, True, True]
