@@ -6,8 +6,7 @@ from flask import Blueprint
 from ..errors import ApiError
 from ..openapi import operation
 from ..shaping import verify
-from ..shaping.params import SERVICE_PATTERN, format_rate, parse_request, valid_service
-from ..shaping.plan import build
+from ..shaping.params import SERVICE_PATTERN, parse_request, valid_service
 from . import models, parts
 
 bp = Blueprint("shaping", __name__)
@@ -111,17 +110,7 @@ def verify_link(body: models.VerifyBody):
     if ends["from"].service == ends["to"].service:
         raise ApiError(422, "to: must differ from 'from'")
     src, dst = ends["from"], ends["to"]
-    with m.lock:
-        plans = build(list(m.entries.values()), m.shapeable(lab))
-    there = plans.get(dst.service)
-    back = plans.get(src.service)
-    hold_there = there.hold.get(src.ip) if there else None
-    hold_back = back.hold.get(dst.ip) if back else None
-    requested = {
-        "rtt_ms": round(1000 * sum(h.delay for h in (hold_there, hold_back) if h), 3),
-        "rate_forward": _rate(back, dst.ip),
-        "rate_reverse": _rate(there, src.ip),
-    }
+    requested = m.requested(src, dst, lab)
     measured = {"rtt": verify.measure_rtt(m.executor, src.pid, dst.ip, body.count)}
     if body.throughput:
         side: dict = {}
@@ -138,10 +127,3 @@ def verify_link(body: models.VerifyBody):
         "requested": requested,
         "measured": measured,
     }
-
-
-def _rate(plan, dest_ip):
-    if plan is None:
-        return None
-    rate = plan.rates.get(dest_ip, plan.rates.get(None))
-    return format_rate(rate) if rate else None

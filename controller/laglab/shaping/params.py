@@ -80,6 +80,11 @@ class ParamError(LabError, ValueError):
         self.detail = message
 
 
+class ShapingError(LabError):
+    """Shaping the lab refuses (an unknown service, one that is not shapeable, a rule) or that the kernel
+    refused (Kind.FAILED)."""
+
+
 def _out_of_range(field: str, message: str) -> ParamError:
     return ParamError(field, message, kind=Kind.INVALID)
 

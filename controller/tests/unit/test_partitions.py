@@ -53,7 +53,7 @@ def test_partitions_are_saved_and_expire(tmp_path):
     again = manager(backends.UserspaceBackend(), tmp_path)
     again.load()
     assert again.partitions[made.id].pairs() == [("mysql-source", "mysql-target"), ("mysql-target", "mysql-source")]
-    assert next(again._partition_ids) == int(made.id[1:]) + 1, "ids go on after a restart"
+    assert again.desired.next_partition_id() == f"p{int(made.id[1:]) + 1}", "ids go on after a restart"
 
 
 @pytest.mark.parametrize(

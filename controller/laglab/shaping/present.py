@@ -1,0 +1,61 @@
+"""Shaping in the API's words: desired entries as tc-style strings, and what the kernel was read back
+to hold. Reads the desired state and the reconciler; changes nothing."""
+
+from __future__ import annotations
+
+import time
+
+from ..platforms import LabContainer
+from .desired import DesiredState
+from .impairment import format_rate
+from .params import Direction
+from .plan import Entry, build
+from .reconciler import Reconciler
+
+
+def entry_json(e: Entry) -> dict:
+    out = {"peer": e.peer, "direction": e.direction.value, **e.shaping.to_json()}
+    if e.expires_at:
+        out["expires_in"] = f"{max(0.0, e.expires_at - time.time()):.1f}s"
+    return out
+
+
+def settings_text(entry: Entry) -> str:
+    text = " ".join(f"{k} {v}" for k, v in entry.shaping.to_json().items())
+    return text if entry.direction is Direction.EGRESS else f"{text} ({entry.direction})"
+
+
+def service(
+    desired: DesiredState, reconciler: Reconciler, name: str, lab: dict[str, LabContainer], readback: bool = True
+) -> dict:
+    out = {
+        "service": name,
+        "backend": reconciler.backend.name,
+        "desired": [entry_json(e) for e in desired.entries.values() if e.service == name],
+    }
+    # The kernel's read-back is four nsenter'd reads per namespace: most of a live change's answer time.
+    out["kernel"] = reconciler.kernel(name, lab) if readback else None
+    return out
+
+
+def every(desired: DesiredState, reconciler: Reconciler, lab: dict[str, LabContainer]) -> list[dict]:
+    return [service(desired, reconciler, s, lab) for s in sorted({e.service for e in desired.entries.values()})]
+
+
+def requested(desired: DesiredState, lab: dict[str, LabContainer], src: LabContainer, dst: LabContainer) -> dict:
+    """What the entries ask of the link src <-> dst (a partition aside): RTT and each direction's rate."""
+    plans = build(list(desired.entries.values()), Reconciler.shapeable(lab))
+    there, back = plans.get(dst.service), plans.get(src.service)
+    holds = [p.hold.get(ip) for p, ip in ((there, src.ip), (back, dst.ip)) if p]
+    return {
+        "rtt_ms": round(1000 * sum(h.delay for h in holds if h), 3),
+        "rate_forward": _rate(back, dst.ip),
+        "rate_reverse": _rate(there, src.ip),
+    }
+
+
+def _rate(plan, dest_ip):
+    if plan is None:
+        return None
+    rate = plan.rates.get(dest_ip, plan.rates.get(None))
+    return format_rate(rate) if rate else None

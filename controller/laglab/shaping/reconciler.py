@@ -1,0 +1,99 @@
+"""Makes every lab container's kernel hold what the desired entries say, through a backend, and reads
+it back. It keeps what it last applied per container (`applied`), so a change converges only the
+containers whose plan changed, and it knows when that is stale: a container restarted (another PID),
+one came or went, or something the backend runs died."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+
+from ..errors import Kind
+from ..executor import CommandError, Executor
+from ..platforms import LabContainer, Platform
+from .backend import Applied, Backend, Batching, Preparing, Supervised
+from .params import ShapingError
+from .plan import Entry
+
+log = logging.getLogger("laglab.shaping")
+FAILURES = (CommandError, OSError, subprocess.TimeoutExpired)  # a hung tc/iptables leaves it half-changed too
+
+
+class Reconciler:
+    def __init__(self, platform: Platform, executor: Executor, backend: Backend):
+        self.platform, self.executor, self.backend = platform, executor, backend
+        self.applied: dict[str, Applied] = {}
+        if isinstance(backend, Supervised):
+            backend.attach(platform)
+
+    @staticmethod
+    def shapeable(lab: dict[str, LabContainer]) -> dict[str, str]:
+        """service -> address, of the containers shaping may touch now."""
+        return {s: c.ip for s, c in lab.items() if c.running and c.ip and c.pid > 1 and c.shapeable}
+
+    def apply(self, entries: list[Entry], lab: dict[str, LabContainer], force: bool = False) -> None:
+        plans = self.backend.plan(entries, self.shapeable(lab))
+        batching = self.backend if isinstance(self.backend, Batching) else None
+        supervised = self.backend if isinstance(self.backend, Supervised) else None
+        if batching:
+            batching.begin()
+        try:
+            for service, plan in plans.items():
+                self.applied[service] = self.backend.converge(
+                    self.executor, service, lab[service].pid, plan, self.applied.get(service), force
+                )
+            for service in [s for s in self.applied if s not in plans]:
+                applied = self.applied.pop(service)
+                if supervised:
+                    supervised.release(self.executor, service, applied)
+        finally:
+            if batching:
+                batching.commit(self.executor, force)
+
+    def apply_or_roll_back(self, entries: list[Entry], before: list[Entry], lab: dict[str, LabContainer]) -> None:
+        """Apply `entries`; when the kernel refuses, put `before` back (forced) and raise ShapingError."""
+        try:
+            self.apply(entries, lab)
+        except FAILURES as error:
+            try:
+                self.apply(before, lab, force=True)
+            except FAILURES as again:
+                log.error("rolling back failed too: %s", again)
+            raise ShapingError(Kind.FAILED, f"applying failed and was rolled back: {error}") from None
+
+    def prepare(self, entries: list[Entry], lab: dict[str, LabContainer], services: list[str], warm: bool) -> None:
+        if not isinstance(self.backend, Preparing):
+            return  # nothing to start: a change takes effect at once
+        plans = self.backend.plan(entries, self.shapeable(lab))
+        for service in services:
+            if service in plans:
+                self.backend.prepare(self.executor, service, plans[service], warm)
+
+    def stale(self, lab: dict[str, LabContainer]) -> bool:
+        """Whether the kernels may no longer hold what was applied."""
+        ips = self.shapeable(lab)
+        moved = any(s in self.applied and self.applied[s].pid != lab[s].pid for s in ips)
+        dead = isinstance(self.backend, Supervised) and not self.backend.healthy()
+        return moved or dead or set(ips) != set(self.applied)
+
+    # --- reading back ---
+    def kernel(self, service: str, lab: dict[str, LabContainer]) -> dict:
+        """Every namespace that carries this service's shaping (the backend says which), read back."""
+        own_ip = lab[service].ip if service in lab else None
+        return {
+            name: self.read_back(name, lab[name].pid)
+            for name in self.backend.carriers(service, own_ip, self.applied)
+            if name in lab and lab[name].running and lab[name].pid > 1 and lab[name].shapeable
+        }
+
+    def read_back(self, service: str, pid: int) -> dict:
+        return self.backend.read_back(self.executor, service, pid, self.applied.get(service))
+
+    @property
+    def workers(self) -> dict:
+        """The backend's helper processes per service (the userspace backend's workers), if any."""
+        return getattr(self.backend, "workers", {})
+
+    def stop(self) -> None:
+        if isinstance(self.backend, Supervised):
+            self.backend.stop()
