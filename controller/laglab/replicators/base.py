@@ -43,6 +43,9 @@ class Replicator:
     records_lag: ClassVar[bool] = True  # the heartbeat lag mysql-source -> mysql-target measures this kind
     # What consistency() compares: kinds with the same scope check the same thing, once per run.
     consistency_scope: ClassVar[str] = "mysql-source -> mysql-target"
+    # Its consistency() waits for a catch-up a shaped link would hold for as long as it lasts: the
+    # runner clears the shaping first (the network is the runner's to change, not the replicator's).
+    checks_unshaped: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

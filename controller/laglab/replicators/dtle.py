@@ -310,6 +310,8 @@ class Dtle(SourceToTarget):
     Consul's dtle/<job>/ tree is deleted before every start and after every stop: DTLE prefers a stale
     Gtid there over the job's own."""
 
+    checks_unshaped = True
+
     kind = "dtle"
     Options = DtleOptions
     sweepable = ("group_max_size", "group_timeout_ms")
@@ -488,7 +490,6 @@ class Dtle(SourceToTarget):
 
     def consistency(self) -> dict:
         """Once caught up, native replication resumes from there, and the usual check runs."""
-        self.lab.shaping.clear()  # a delayed link would hold the catch-up for as long as it lasts
         self.wait_caught_up(120)
         self.stop()
         return consistency.check(self.lab.source, self.lab.target, timeout=120)

@@ -331,6 +331,8 @@ class ScenarioRun:
         """Each thing the run's kinds replicate into is compared once, the current kind first (DTLE hands
         back to native before native's check)."""
         ordered = [self.replicator] + [r for r in self.replicators.values() if r is not self.replicator]
+        if any(r is not None and r.checks_unshaped for r in ordered):
+            self.lab.shaping.clear()
         reports, scopes = [], set()
         for replicator in ordered:
             if replicator is None or replicator.consistency_scope in scopes:

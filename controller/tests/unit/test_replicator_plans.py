@@ -119,6 +119,7 @@ def test_a_cluster_point_delays_one_node_and_loads_the_writer():
 class FakeReplicator:
     consistency_scope = "mysql-source -> mysql-target"
     records_lag = False  # no lag feed to wait for at the end of a window
+    checks_unshaped = False
 
     def __init__(self, kind, calls):
         self.kind, self.calls = kind, calls
@@ -185,6 +186,17 @@ def test_the_runner_drives_a_kind_through_the_interface_in_order(tmp_path, monke
     ]  # fmt: skip
     point = run.summary[0]
     assert point["binlog_mbit"] == 0.0 and point["replicator_metrics"] == {} and point["passed"] is True
+
+
+def test_a_kind_that_checks_on_an_unshaped_network_gets_it_from_the_runner(tmp_path, monkeypatch):
+    """DTLE and DM wait for a catch-up a shaped link would hold: the runner clears it, not the kind."""
+    monkeypatch.setattr(FakeReplicator, "checks_unshaped", True)
+    _, calls = run_scenario(
+        tmp_path, monkeypatch, "name: x\nlink: {rtt: 20ms}\nload: {tool: none, duration: 1s}\nwarmup: 0s\n"
+    )
+    assert calls[calls.index("native.summary") + 1 :] == [
+        "shaping.clear", "native.consistency", "shaping.clear", "native.restore",
+    ]  # fmt: skip
 
 
 def test_a_change_of_kind_restores_the_previous_kind_first(tmp_path, monkeypatch):

@@ -41,7 +41,7 @@ class FakeLab:
 class FakeReplicator:
     """The kind a run has used: cleanup must restore it; the run's end checks its consistency."""
 
-    kind, consistency_scope = "native", "mysql-source -> mysql-target"
+    kind, consistency_scope, checks_unshaped = "native", "mysql-source -> mysql-target", False
 
     def __init__(self, restored):
         self.restored = restored
