@@ -94,7 +94,9 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
         if lab.recorder is not None:
             from .replicators import CLUSTERS
 
-            lab.clusters = ClusterWatch(lab, CLUSTERS, lab.recorder.interval, settings.LAG_WINDOW_SECONDS)
+            lab.clusters = ClusterWatch(
+                platform, settings, lab.recorder.series, CLUSTERS, lab.recorder.interval, settings.LAG_WINDOW_SECONDS
+            )
             lab.clusters.start()
     app.extensions[parts.KEY] = lab
 

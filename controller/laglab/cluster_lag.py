@@ -136,8 +136,12 @@ class ClusterLagRecorder:
 class ClusterWatch:
     """Starts and stops a recorder per cluster profile as its containers come and go."""
 
-    def __init__(self, lab, kinds: dict, interval: float, window_seconds: float, check_every: float = 5.0):
-        self.lab, self.kinds = lab, kinds
+    def __init__(
+        self, platform, settings, series, kinds: dict, interval: float, window_seconds: float,
+        check_every: float = 5.0,
+    ):  # fmt: skip
+        """`series`: where the samples are written (the live run's CSVs), or None."""
+        self.platform, self.settings, self.series, self.kinds = platform, settings, series, kinds
         self.interval = max(interval, 0.1)  # three nodes: ten readings a second each is plenty
         self.window_seconds, self.check_every = window_seconds, check_every
         self.recorders: dict[str, ClusterLagRecorder] = {}
@@ -146,13 +150,12 @@ class ClusterWatch:
         self._thread: threading.Thread | None = None
 
     def check(self) -> None:
-        running = {name for name, c in self.lab.platform.list(max_age=2.0).items() if c.running}
+        running = {name for name, c in self.platform.list(max_age=2.0).items() if c.running}
         for name, kind in self.kinds.items():
             up = all(service in running for service in kind.services())
             if up and name not in self.recorders:
-                series = self.lab.recorder.series if self.lab.recorder is not None else None
-                recorder = ClusterLagRecorder(kind, kind.endpoints(self.lab.settings), self.interval,
-                                              self.window_seconds, series, self.feed)  # fmt: skip
+                recorder = ClusterLagRecorder(kind, kind.endpoints(self.settings), self.interval,
+                                              self.window_seconds, self.series, self.feed)  # fmt: skip
                 recorder.start()
                 self.recorders[name] = recorder
                 log.info("recording per-node lag of %s", name)

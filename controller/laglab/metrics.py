@@ -3,15 +3,20 @@ over the recorder, the shaping manager, the counters, the load and the runs)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
 from prometheus_client.registry import Collector
+
+if TYPE_CHECKING:  # every part of the lab, read at scrape time: typed, so the import graph shows it
+    from .app import Lab
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 class LabCollector(Collector):
-    def __init__(self, lab, runs: dict):
+    def __init__(self, lab: Lab, runs: dict):
         self.lab, self.runs = lab, runs
 
     def collect(self):
@@ -118,7 +123,7 @@ class LabCollector(Collector):
         yield info
 
 
-def render(lab, runs: dict) -> bytes:
+def render(lab: Lab, runs: dict) -> bytes:
     registry = CollectorRegistry()
     registry.register(LabCollector(lab, runs))
     return generate_latest(registry)

@@ -7,7 +7,7 @@ KINDS below. The scenario schema builds its `replicator:` section from the kinds
 
 from __future__ import annotations
 
-from .base import Replicator
+from .base import Parts, Replicator
 from .cluster import Cluster
 from .dm import Dm
 from .dtle import Dtle
@@ -20,4 +20,5 @@ CLUSTERS: dict[str, type[Cluster]] = {name: cls for name, cls in KINDS.items() i
 
 
 def for_kind(kind: str, lab) -> Replicator:
-    return KINDS[kind](lab)
+    """A kind, given only the parts of the lab it may use."""
+    return KINDS[kind](Parts.of(lab))

@@ -22,12 +22,34 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import ClassVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
 
 from .. import consistency
-from ..db import connect, executed_gtids, server_dialect, wait_executed
+from ..db import Endpoint, connect, executed_gtids, server_dialect, wait_executed
+
+if TYPE_CHECKING:
+    from ..platforms import Platform
 
 Sleep = Callable[[float], None]
+
+
+@dataclass
+class Parts:
+    """What a replicator kind may use of the lab, and nothing else: the servers, the settings, the
+    platform its agents run on (exec, logs), the lag recorder (paused at hand-overs), the load generator
+    (a data set's prepare). Unit tests give fakes of the ones a kind uses."""
+
+    settings: object
+    source: Endpoint
+    target: Endpoint
+    platform: Platform | None = None
+    recorder: object | None = None
+    load: object | None = None
+
+    @classmethod
+    def of(cls, lab) -> Parts:
+        return cls(lab.settings, lab.source, lab.target, lab.platform, lab.recorder, lab.load)
 
 
 class Replicator:
@@ -52,8 +74,8 @@ class Replicator:
         if "Options" in cls.__dict__:
             cls.options = tuple(cls.Options.model_fields) if cls.Options is not None else ()
 
-    def __init__(self, lab):
-        self.lab = lab
+    def __init__(self, parts: Parts):
+        self.parts = parts
 
     def prepare(self, scenario) -> None:
         """Once per run, before this kind's first point."""
@@ -90,8 +112,8 @@ class SourceToTarget(Replicator):
     def prepare(self, scenario) -> None:
         """sysbench prepare once per data set: kept when every table already holds the asked rows."""
         tables, rows = scenario.data.tables, scenario.data.rows
-        database = self.lab.settings.LAB_DATABASE
-        conn = connect(self.lab.source, timeout=5)
+        database = self.parts.settings.LAB_DATABASE
+        conn = connect(self.parts.source, timeout=5)
         try:
             with conn.cursor() as cur:
                 cur.execute(
@@ -106,13 +128,13 @@ class SourceToTarget(Replicator):
         finally:
             conn.close()
         if not ready:
-            self.lab.load.prepare(scenario.load_profile())
+            self.parts.load.prepare(scenario.load_profile())
             self.wait_caught_up(600)
 
     def source_caught_up(self, timeout: float) -> bool:
         """The target has executed the source's executed set (the lab's one GTID wait, db.wait_executed)."""
-        src = connect(self.lab.source, timeout=5)
-        dst = connect(self.lab.target, timeout=5, read_timeout=timeout + 30)
+        src = connect(self.parts.source, timeout=5)
+        dst = connect(self.parts.target, timeout=5, read_timeout=timeout + 30)
         try:
             dialect = server_dialect(src)
             return wait_executed(dst, dialect, executed_gtids(src, dialect), timeout)
@@ -122,7 +144,7 @@ class SourceToTarget(Replicator):
 
     def window_bytes(self) -> int | None:
         """The source's binary logs in bytes: what every kind here has to carry across the link."""
-        conn = connect(self.lab.source, timeout=5)
+        conn = connect(self.parts.source, timeout=5)
         try:
             with conn.cursor() as cur:
                 cur.execute("SHOW BINARY LOGS")

@@ -169,7 +169,7 @@ class Cluster(Replicator):
 
     # --- the runner's interface ---
     def nodes(self) -> list[Endpoint]:
-        return self.endpoints(self.lab.settings)
+        return self.endpoints(self.parts.settings)
 
     def apply(self, scenario, sleep: Sleep = time.sleep) -> None:
         nodes = self.nodes()
@@ -204,7 +204,7 @@ class Cluster(Replicator):
         }
 
     def consistency(self) -> dict:
-        report = self.compare_tables(self.nodes(), self.lab.settings.LAB_DATABASE, timeout=120)
+        report = self.compare_tables(self.nodes(), self.parts.settings.LAB_DATABASE, timeout=120)
         return {
             "identical": report["identical"],
             "differences": [f"{self.kind}: {d}" for d in report["differences"]],

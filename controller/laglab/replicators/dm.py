@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .. import consistency
 from ..db import Endpoint, connect
-from .base import Sleep, SourceToTarget, metrics_summary
+from .base import Parts, Sleep, SourceToTarget, metrics_summary
 from .native import NativeLink
 
 
@@ -152,26 +152,26 @@ class Dm(SourceToTarget):
     WORKDIR = "/laglab-dm"  # inside the dm-master container
     TIDB = Endpoint("tidb", 4000, "root", "", "tidb")
 
-    def __init__(self, lab, http=None):
+    def __init__(self, parts: Parts, http=None):
         import requests
 
-        super().__init__(lab)
+        super().__init__(parts)
         self.http = http or requests.Session()
         self.running = False
         self.started_once = False
         self.source_created = False
 
     def _dmctl(self, *command: str) -> str:
-        self.lab.platform.running("dm-master", hint="make up PROFILE=dm")
-        code, out = self.lab.platform.exec("dm-master", dmctl_argv(*command))
+        self.parts.platform.running("dm-master", hint="make up PROFILE=dm")
+        code, out = self.parts.platform.exec("dm-master", dmctl_argv(*command))
         text = out.decode(errors="replace")
         if code != 0:
             raise RuntimeError(f"dmctl {' '.join(command[:1])} failed: {text.strip()[-300:]}")
         return text
 
     def _put(self, files: dict[str, str]) -> None:
-        self.lab.platform.running("dm-master", hint="make up PROFILE=dm")
-        self.lab.platform.put_files("dm-master", self.WORKDIR, {name: text.encode() for name, text in files.items()})
+        self.parts.platform.running("dm-master", hint="make up PROFILE=dm")
+        self.parts.platform.put_files("dm-master", self.WORKDIR, {name: text.encode() for name, text in files.items()})
 
     def task_options(self, replicator) -> TaskOptions:
         return TaskOptions(
@@ -189,14 +189,14 @@ class Dm(SourceToTarget):
     def start(self, replicator, rtt_seconds: float) -> None:
         if self.running:
             self._dmctl("stop-task", TASK)
-        password = self.lab.settings.MYSQL_ROOT_PASSWORD
+        password = self.parts.settings.MYSQL_ROOT_PASSWORD
         self._put(
             {
                 "source.yaml": source_config("mysql-source", "mysql-source", 3306, "root", password),
                 "task.yaml": task_config(
                     TASK,
                     "mysql-source",
-                    [self.lab.settings.LAB_DATABASE],
+                    [self.parts.settings.LAB_DATABASE],
                     ("tidb", 4000, "root", ""),
                     self.task_options(replicator),
                 ),
@@ -225,7 +225,7 @@ class Dm(SourceToTarget):
         """Caught up = DM's syncer has passed every transaction the source had executed at this call
         (its GTID set, from query-status), whatever the link's delay; secondsBehindMaster is whole
         seconds and reads 0 while a delayed link still holds transactions."""
-        native = NativeLink(self.lab.source, self.lab.target)
+        native = NativeLink(self.parts.source, self.parts.target)
         wanted = native.source_executed()
         deadline = time.monotonic() + timeout
         while True:
@@ -248,8 +248,8 @@ class Dm(SourceToTarget):
     def consistency(self) -> dict:
         """DM -> TiDB: row counts of every lab table on both sides (TiDB has no CHECKSUM TABLE)."""
         self.wait_caught_up(120)
-        database = self.lab.settings.LAB_DATABASE
-        src, dst = connect(self.lab.source, timeout=5), connect(self.TIDB, timeout=5, read_timeout=120)
+        database = self.parts.settings.LAB_DATABASE
+        src, dst = connect(self.parts.source, timeout=5), connect(self.TIDB, timeout=5, read_timeout=120)
         differences = []
         try:
             for table in sorted(t for t in consistency.lab_tables(src) if t.startswith(f"{database}.")):

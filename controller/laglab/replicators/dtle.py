@@ -19,7 +19,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from .. import consistency
 from ..db import META_SCHEMA
-from .base import Sleep, SourceToTarget, metrics_summary
+from .base import Parts, Sleep, SourceToTarget, metrics_summary
 from .native import NativeLink
 
 
@@ -318,20 +318,20 @@ class Dtle(SourceToTarget):
     default_link = ("dtle-src", "dtle-dst")  # the agents' NATS link (the reference shaped it)
     HANDOVER_TIMEOUT = 300.0
 
-    def __init__(self, lab, nomad: Nomad | None = None, http=None, consul=None, native=None, sleep=time.sleep):
+    def __init__(self, parts: Parts, nomad: Nomad | None = None, http=None, consul=None, native=None, sleep=time.sleep):
         import requests
 
-        super().__init__(lab)
+        super().__init__(parts)
         self.http = http or requests.Session()
         self.nomad = nomad or Nomad(http=self.http)
         self.consul = consul or Consul(http=self.http)
-        self.native = native or (NativeLink(lab.source, lab.target) if lab is not None else None)
+        self.native = native or (NativeLink(parts.source, parts.target) if parts is not None else None)
         self.sleep = sleep
         self.running = False
         self.applied: str | None = None  # DTLE's Gtid at the last stop: where native resumed
 
     def _inside(self, name: str) -> tuple[str, int, str, str]:
-        return (name, 3306, "root", self.lab.settings.MYSQL_ROOT_PASSWORD)
+        return (name, 3306, "root", self.parts.settings.MYSQL_ROOT_PASSWORD)
 
     def job_options(self, replicator, rtt_seconds: float) -> JobOptions:
         timeout = replicator.group_timeout_ms
@@ -345,7 +345,7 @@ class Dtle(SourceToTarget):
         )
 
     def _heartbeats_paused(self):
-        recorder = self.lab.recorder if self.lab is not None else None
+        recorder = self.parts.recorder if self.parts is not None else None
         return recorder.writes_paused() if recorder is not None else contextlib.nullcontext()
 
     def _dtle_applied(self, timeout: float) -> str:
@@ -390,7 +390,7 @@ class Dtle(SourceToTarget):
         out = []
         for agent in AGENTS:
             try:
-                _code, text = self.lab.platform.exec(
+                _code, text = self.parts.platform.exec(
                     agent, ["sh", "-c", f"tail -q -n {int(lines)} /var/log/dtle/*.log 2>/dev/null"]
                 )
                 tail = (text or b"").decode(errors="replace").strip()
@@ -401,7 +401,7 @@ class Dtle(SourceToTarget):
 
     def _logs(self) -> str:
         """agent_logs() where the lab has containers to read (not in unit tests without them)."""
-        if self.lab is None or getattr(self.lab, "platform", None) is None:
+        if self.parts is None or getattr(self.parts, "platform", None) is None:
             return ""
         return self.agent_logs()
 
@@ -410,7 +410,7 @@ class Dtle(SourceToTarget):
         from ..db import connect
         from .handover import held
 
-        conn = connect(self.lab.target, timeout=3)
+        conn = connect(self.parts.target, timeout=3)
         try:
             return not held(conn)
         finally:
@@ -440,7 +440,7 @@ class Dtle(SourceToTarget):
                     )
             self.consul.delete_tree(job_kv_prefix(JOB_ID))  # no stale Gtid may override ours
             options = JobOptions(**{**self.job_options(replicator, rtt_seconds).__dict__, "gtid": start_at})
-            schemas = [self.lab.settings.LAB_DATABASE, META_SCHEMA]
+            schemas = [self.parts.settings.LAB_DATABASE, META_SCHEMA]
             body = job(JOB_ID, schemas, self._inside("mysql-source"), self._inside("mysql-target"), options)
             self.nomad.submit(body)
             self.running = True
@@ -453,7 +453,7 @@ class Dtle(SourceToTarget):
     def wait_caught_up(self, timeout: float, sleep: Sleep | None = None) -> None:
         """Caught up = the target holds a heartbeat written after this call, whatever the link's delay
         (a lag of exactly 0 never comes while the link is delayed)."""
-        recorder = self.lab.recorder
+        recorder = self.parts.recorder
         mark = recorder.written_seq + 1
         deadline = time.monotonic() + timeout
         while True:
@@ -492,7 +492,7 @@ class Dtle(SourceToTarget):
         """Once caught up, native replication resumes from there, and the usual check runs."""
         self.wait_caught_up(120)
         self.stop()
-        return consistency.check(self.lab.source, self.lab.target, timeout=120)
+        return consistency.check(self.parts.source, self.parts.target, timeout=120)
 
     def restore(self) -> None:
         self.stop()

@@ -32,7 +32,7 @@ from ..db import (
 )
 from ..deadline import poll
 from . import handover
-from .base import Sleep, SourceToTarget
+from .base import Parts, Sleep, SourceToTarget
 
 log = logging.getLogger("laglab.replicators.native")
 
@@ -333,8 +333,8 @@ class Native(SourceToTarget):
     Options = NativeOptions
     sweepable = ("compression", "binlog_transaction_compression", "ssl", "semi_sync")
 
-    def __init__(self, lab):
-        super().__init__(lab)
+    def __init__(self, parts: Parts):
+        super().__init__(parts)
         self._semi_sync_before: bool | None = None  # what the lab had before a point first asked for it
 
     def apply(self, scenario, sleep: Sleep = time.sleep) -> None:
@@ -347,14 +347,14 @@ class Native(SourceToTarget):
             raise RuntimeError(f"the replica did not catch up within {timeout:g}s")
 
     def consistency(self) -> dict:
-        return consistency.check(self.lab.source, self.lab.target, timeout=120)
+        return consistency.check(self.parts.source, self.parts.target, timeout=120)
 
     def restore(self) -> None:
         self._semi_sync(None)
         self._network(DEFAULT_NETWORK)
 
     def _network(self, wanted: tuple) -> None:
-        servers = {"source": connect(self.lab.source, timeout=5), "target": connect(self.lab.target, timeout=5)}
+        servers = {"source": connect(self.parts.source, timeout=5), "target": connect(self.parts.target, timeout=5)}
         try:
             for server, sql in option_statements(server_dialect(servers["target"]), wanted):
                 with servers[server].cursor() as cur:
@@ -368,13 +368,13 @@ class Native(SourceToTarget):
         if self._semi_sync_before is None:
             if not wanted:
                 return  # never touched
-            conn = connect(self.lab.source, timeout=5)
+            conn = connect(self.parts.source, timeout=5)
             try:
                 self._semi_sync_before = semi_sync_state(conn, server_dialect(conn))["enabled"]
             finally:
                 conn.close()
         target = self._semi_sync_before if wanted is None else wanted
-        set_semi_sync(self.lab.source, self.lab.target, target, self.lab.settings.SEMI_SYNC_TIMEOUT_MS)
+        set_semi_sync(self.parts.source, self.parts.target, target, self.parts.settings.SEMI_SYNC_TIMEOUT_MS)
 
 
 # --- hand-overs (DTLE takes the replica's place for a while) --------------------------------------

@@ -15,6 +15,7 @@ import logging
 import threading
 import time
 import traceback
+from typing import TYPE_CHECKING
 
 import yaml
 
@@ -24,6 +25,9 @@ from . import environment, measure, report, summarise
 from .recording import PointRecording
 from .spec import Plan, Point, describe_point
 from .timeline import EVENT_COLUMNS, TimelineRun
+
+if TYPE_CHECKING:  # the parts a run drives (app.Lab): typed, so the import graph shows them
+    from ..app import Lab
 
 log = logging.getLogger("laglab.runs")
 LOAD_COLUMNS = ["point", "time", "epoch", "elapsed_s", "threads", "tps", "qps", "latency_p95_ms", "errors_per_s"]
@@ -63,7 +67,7 @@ class RunStatus(enum.StrEnum):
 class ScenarioRun:
     """One run of a plan. `start()` runs it in a thread; `cancel()` interrupts it between steps."""
 
-    def __init__(self, lab, plan: Plan, results_root, text: str):
+    def __init__(self, lab: Lab, plan: Plan, results_root, text: str):
         self.lab, self.plan = lab, plan
         self.run = Run(results_root, plan.scenario.name, {"scenario": plan.scenario.name, "quick": plan.quick})
         self.id = self.run.path.name

@@ -15,12 +15,16 @@ import itertools
 import logging
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from pydantic import Field, create_model, model_validator
 
 from ..results import iso
 from .fields import Seconds, Section
 from .steps import KINDS, StepKind
+
+if TYPE_CHECKING:  # the parts a run drives (app.Lab): typed, so the import graph shows them
+    from ..app import Lab
 
 log = logging.getLogger("laglab.timeline")
 EVENT_COLUMNS = [
@@ -90,7 +94,7 @@ class TimelineRun:
     is still in force (partition, fault, shaping or trace with a duration). `on_event` gets every
     event as it happens (the run's events.csv, the lab's events, the point's recording)."""
 
-    def __init__(self, lab, steps: list[Step], length: float, point: int, on_event):
+    def __init__(self, lab: Lab, steps: list[Step], length: float, point: int, on_event):
         self.lab, self.steps, self.length, self.point = lab, steps, length, point
         self.on_event = on_event
         self.events: list[dict] = []

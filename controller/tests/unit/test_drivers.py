@@ -131,7 +131,7 @@ class AgentDown(FakeHttp):
 def test_an_agent_that_does_not_answer_is_a_gap_with_its_reason_not_a_failed_run():
     """Seen: kill -9 of dtle-dst mid-point ended the run `failed: ConnectionError: ...` (sample() caught
     nothing), the point was lost and the consistency check skipped."""
-    driver = dtle.Dtle(lab=None, nomad=object(), http=AgentDown("dtle-dst"), consul=object(), native=object())
+    driver = dtle.Dtle(parts=None, nomad=object(), http=AgentDown("dtle-dst"), consul=object(), native=object())
     figures = driver.sample()
     assert figures["unreachable"] == {"dtle-dst": "ConnectionError: failed to resolve"}
     assert figures["back_bytes"] is None and figures["forward_bytes"] == 20.0  # dtle-src still answered
@@ -165,7 +165,7 @@ def test_dtle_options_from_a_scenario_point():
     )
     point = plan.points[0].scenario
     assert point.link.between == ("dtle-src", "dtle-dst")  # the agents' link unless the file says
-    options = dtle.Dtle(lab=None, nomad=object(), http=object()).job_options(point.replicator, point.link.rtt)
+    options = dtle.Dtle(parts=None, nomad=object(), http=object()).job_options(point.replicator, point.link.rtt)
     assert options == dtle.JobOptions(group_max_size=1048576, group_timeout_ms=240, repl_chan_buffer_size=600)
 
 

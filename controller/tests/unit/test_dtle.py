@@ -230,7 +230,7 @@ def test_a_backlog_survives_both_hand_overs_and_nothing_is_replayed():
     assert driver.applied == "S:1-165"  # native resumed from what DTLE recorded, not from the source
     assert {i: who for i, who in world.applied.items() if len(who) != 1} == {}  # none twice
     assert sorted(world.applied) == list(range(1, 166))  # none lost
-    assert driver.lab.recorder.paused == 3  # every hand-over with the source's set standing still
+    assert driver.parts.recorder.paused == 3  # every hand-over with the source's set standing still
 
 
 def test_stale_progress_in_consul_never_overrides_the_start_point():
@@ -333,7 +333,7 @@ def test_a_job_that_does_not_start_quotes_the_agents_own_logs():
     world = World(source=10, native=10)
     driver = driver_in(world)
     driver.nomad = Failing(world)
-    driver.lab.platform = agents({"dtle-src": "", "dtle-dst": "ERROR dest: dial tcp mysql-target:3306: refused"})
+    driver.parts.platform = agents({"dtle-src": "", "dtle-dst": "ERROR dest: dial tcp mysql-target:3306: refused"})
     with pytest.raises(dtle.DriverError) as failure:
         driver.start(REPLICATOR, 0.0)
     assert str(failure.value).splitlines() == [
@@ -341,7 +341,7 @@ def test_a_job_that_does_not_start_quotes_the_agents_own_logs():
         "dtle-src's DTLE log (last 5 lines): (empty)",
         "dtle-dst's DTLE log (last 5 lines): ERROR dest: dial tcp mysql-target:3306: refused",
     ]
-    driver.lab.platform = agents({"dtle-src": "ok"})
+    driver.parts.platform = agents({"dtle-src": "ok"})
     assert driver.agent_logs().splitlines()[1] == (
         "dtle-dst's DTLE log (last 5 lines): (no log: PlatformError: dtle-dst not running)"
     )
