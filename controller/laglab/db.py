@@ -6,11 +6,12 @@ whatever image runs. Every statement that differs lives in `Dialect`; callers ne
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import pymysql
 import pymysql.cursors
+
+from .deadline import poll
 
 SYSTEM_SCHEMAS = ("mysql", "sys", "information_schema", "performance_schema")
 META_SCHEMA = "laglab_meta"
@@ -48,16 +49,19 @@ def connect(
 
 def wait_connect(endpoint: Endpoint, seconds: float, read_timeout: float | None = None):
     """connect(), retried every second for up to `seconds` (a server that is still starting)."""
-    deadline = time.monotonic() + seconds
-    while True:
+    last: list[Exception] = []
+
+    def connected():
         try:
             return connect(endpoint, timeout=2, read_timeout=read_timeout)
         except pymysql.MySQLError as error:
-            if time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"{endpoint.name} did not accept connections within {seconds:.0f}s: {error}"
-                ) from None
-            time.sleep(1)
+            last[:] = [error]
+            return None
+
+    return poll(
+        connected, seconds, interval=1,
+        timed_out=lambda: RuntimeError(f"{endpoint.name} did not accept connections within {seconds:.0f}s: {last[0]}"),
+    )  # fmt: skip
 
 
 def quote_identifier(name: str) -> str:

@@ -15,6 +15,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from ..deadline import poll
 from ..errors import Kind
 from ..results import iso
 from .base import ACTIONS, FaultError
@@ -153,15 +154,14 @@ class FaultManager:
             self.platform.act(service, spec.name)
         except Exception as error:
             raise FaultError(Kind.FAILED, f"action: {spec.name} failed: {type(error).__name__}") from None
-        deadline = time.monotonic() + self.settle_timeout
-        while True:
-            if spec.reached(self.platform.state(service)):
-                return time.time()
-            if time.monotonic() > deadline:
-                raise FaultError(
-                    Kind.TIMED_OUT, f"action: {spec.name} did not take effect within {self.settle_timeout:g}s"
-                )
-            time.sleep(0.02)
+        return poll(
+            lambda: spec.reached(self.platform.state(service)) and time.time(),
+            self.settle_timeout,
+            interval=0.02,
+            timed_out=lambda: FaultError(
+                Kind.TIMED_OUT, f"action: {spec.name} did not take effect within {self.settle_timeout:g}s"
+            ),
+        )
 
     def _undo_due(self, fault: Fault) -> None:
         try:

@@ -119,15 +119,17 @@ class Cluster(Replicator):
 
     @classmethod
     def wait_formed(cls, nodes: list[Endpoint], timeout: float, sleep: Sleep = time.sleep) -> dict:
-        deadline = time.monotonic() + timeout
-        while True:
-            state = cls.status(nodes)
-            if state["formed"]:
-                return state
-            if time.monotonic() > deadline:
-                summary = ", ".join(f"{n['service']}: {n.get('state') or n.get('error')}" for n in state["nodes"])
-                raise ClusterError(f"{cls.kind} did not form within {timeout:.0f}s ({summary})")
-            sleep(1)
+        last: list[dict] = []
+
+        def formed() -> dict | None:
+            last[:] = [cls.status(nodes)]
+            return last[0] if last[0]["formed"] else None
+
+        def timed_out() -> ClusterError:
+            summary = ", ".join(f"{n['service']}: {n.get('state') or n.get('error')}" for n in last[0]["nodes"])
+            return ClusterError(f"{cls.kind} did not form within {timeout:.0f}s ({summary})")
+
+        return poll(formed, timeout, interval=1, sleep=sleep, timed_out=timed_out)
 
     @staticmethod
     def _summaries(endpoint: Endpoint, database: str) -> dict[str, dict]:

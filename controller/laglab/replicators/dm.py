@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .. import consistency
 from ..db import Endpoint, connect
+from ..deadline import poll
 from .base import Parts, Sleep, SourceToTarget, metrics_summary
 from .native import NativeLink
 
@@ -184,9 +185,9 @@ class Dm(SourceToTarget):
         )
 
     def apply(self, scenario, sleep: Sleep = time.sleep) -> None:
-        self.start(scenario.replicator, scenario.link.rtt)
+        self.start(scenario.replicator, scenario.link.rtt, sleep=sleep)
 
-    def start(self, replicator, rtt_seconds: float) -> None:
+    def start(self, replicator, rtt_seconds: float, sleep: Sleep = time.sleep) -> None:
         if self.running:
             self._dmctl("stop-task", TASK)
         password = self.parts.settings.MYSQL_ROOT_PASSWORD
@@ -211,11 +212,14 @@ class Dm(SourceToTarget):
         # checkpoint with the new options (stop-task + start-task, as DM's docs change a task).
         self._dmctl("start-task", f"{self.WORKDIR}/task.yaml", *(() if self.started_once else ("--remove-meta",)))
         self.started_once = self.running = True
-        deadline = time.monotonic() + 120
-        while "Running" not in (stages := parse_query_status(self._dmctl("query-status", TASK))["stages"]):
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"DM task {TASK} not running within 120s: stages {stages}")
-            time.sleep(1)
+        stages: list = []
+
+        def running() -> bool:
+            stages[:] = parse_query_status(self._dmctl("query-status", TASK))["stages"]
+            return "Running" in stages
+
+        poll(running, 120, interval=1, sleep=sleep,
+             timed_out=lambda: RuntimeError(f"DM task {TASK} not running within 120s: stages {stages}"))  # fmt: skip
 
     def reports_no_delay(self) -> bool:
         """secondsBehindMaster is 0 (whole seconds: not a catch-up test on a delayed link)."""
@@ -227,14 +231,14 @@ class Dm(SourceToTarget):
         seconds and reads 0 while a delayed link still holds transactions."""
         native = NativeLink(self.parts.source, self.parts.target)
         wanted = native.source_executed()
-        deadline = time.monotonic() + timeout
-        while True:
-            synced = parse_query_status(self._dmctl("query-status", TASK))["syncer_gtid"]
-            if synced and native.subset(wanted, synced):
-                return
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"dm did not catch up within {timeout:g}s (syncer at {synced!r})")
-            sleep(1)
+        synced = [None]
+
+        def passed() -> bool:
+            synced[0] = parse_query_status(self._dmctl("query-status", TASK))["syncer_gtid"]
+            return bool(synced[0] and native.subset(wanted, synced[0]))
+
+        poll(passed, timeout, interval=1, sleep=sleep,
+             timed_out=lambda: RuntimeError(f"dm did not catch up within {timeout:g}s (syncer at {synced[0]!r})"))  # fmt: skip
 
     def sample(self) -> dict:
         status = parse_query_status(self._dmctl("query-status", TASK))

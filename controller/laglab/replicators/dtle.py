@@ -19,6 +19,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from .. import consistency
 from ..db import META_SCHEMA
+from ..deadline import poll
 from .base import Parts, Sleep, SourceToTarget, metrics_summary
 from .native import NativeLink
 
@@ -168,20 +169,27 @@ class Nomad:
 
     def wait_running(self, job_id: str, timeout: float, sleep=time.sleep) -> dict[str, str]:
         """Until the `src` and `dest` allocations both run; a failed one raises with its last event."""
-        deadline = time.monotonic() + timeout
-        while True:
+        states: dict[str, str] = {}
+
+        def running() -> dict[str, str] | None:
             allocations = self.allocations(job_id)
-            states = {a["TaskGroup"]: a["ClientStatus"] for a in allocations}
+            states.clear()
+            states.update({a["TaskGroup"]: a["ClientStatus"] for a in allocations})
             if states.get("src") == "running" and states.get("dest") == "running":
-                return states
+                return dict(states)
             for a in allocations:
                 if a["ClientStatus"] in ("failed", "lost"):
                     events = [e for t in (a.get("TaskStates") or {}).values() for e in t.get("Events") or []]
                     last = events[-1].get("DisplayMessage") if events else "no event"
                     raise DriverError(f"DTLE task group {a['TaskGroup']} {a['ClientStatus']}: {last}")
-            if time.monotonic() > deadline:
-                raise DriverError(f"DTLE job {job_id} not running within {timeout:.0f}s: {states or 'no allocation'}")
-            sleep(1)
+            return None
+
+        return poll(
+            running, timeout, interval=1, sleep=sleep,
+            timed_out=lambda: DriverError(
+                f"DTLE job {job_id} not running within {timeout:.0f}s: {states or 'no allocation'}"
+            ),
+        )  # fmt: skip
 
     def stop(self, job_id: str) -> None:
         self._call("DELETE", f"/v1/job/{job_id}", params={"purge": "true"})
@@ -351,18 +359,20 @@ class Dtle(SourceToTarget):
     def _dtle_applied(self, timeout: float) -> str:
         """Waits until DTLE's record of what it applied covers the source's executed set; returns it."""
         wanted = self.native.source_executed()
-        deadline = time.monotonic() + timeout
         key = f"{job_kv_prefix(JOB_ID)}/Gtid"
-        while True:
-            applied = self.consul.get(key) or ""
-            if applied and self.native.subset(wanted, applied):
-                return applied
-            if time.monotonic() > deadline:
-                raise DriverError(
-                    f"DTLE did not record the source's transactions within {timeout:g}s "
-                    f"(source {wanted!r}, DTLE's Gtid {applied!r})"
-                )
-            self.sleep(0.5)
+        seen = [""]
+
+        def covered() -> str | None:
+            seen[0] = self.consul.get(key) or ""
+            return seen[0] if seen[0] and self.native.subset(wanted, seen[0]) else None
+
+        return poll(
+            covered, timeout, interval=0.5, sleep=self.sleep,
+            timed_out=lambda: DriverError(
+                f"DTLE did not record the source's transactions within {timeout:g}s "
+                f"(source {wanted!r}, DTLE's Gtid {seen[0]!r})"
+            ),
+        )  # fmt: skip
 
     def _stop_job(self) -> str:
         try:
@@ -455,14 +465,15 @@ class Dtle(SourceToTarget):
         (a lag of exactly 0 never comes while the link is delayed)."""
         recorder = self.parts.recorder
         mark = recorder.written_seq + 1
-        deadline = time.monotonic() + timeout
-        while True:
+
+        def arrived() -> bool:
             latest = recorder.samples[-1] if recorder.samples else None
-            if latest is not None and latest.heartbeat_seq is not None and latest.heartbeat_seq >= mark:
-                return
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"dtle did not catch up within {timeout:g}s")
-            (sleep or self.sleep)(0.2)
+            return latest is not None and latest.heartbeat_seq is not None and latest.heartbeat_seq >= mark
+
+        poll(
+            arrived, timeout, interval=0.2, sleep=sleep or self.sleep,
+            timed_out=lambda: RuntimeError(f"dtle did not catch up within {timeout:g}s"),
+        )  # fmt: skip
 
     def sample(self) -> dict:
         """Both agents' figures; an agent that does not answer is a gap with its reason (DTLE resumes

@@ -4,11 +4,13 @@ throughput with iperf3 in both directions, each run in the containers' network n
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import statistics
 import time
 
+from ..deadline import TimedOut, poll
 from ..executor import CommandError, Executor
 from ..stats import percentile
 
@@ -140,8 +142,6 @@ def _wait_listening(executor: Executor, pid: int, port: int, timeout: float = 5.
     """Polls until something listens on `port` in `pid`'s namespace (the iperf3 server just spawned)."""
     if executor.dry_run:
         return
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if executor.run(["ss", "-Hltn", f"sport = :{port}"], netns_pid=pid, check=False).strip():
-            return
-        time.sleep(0.02)
+    with contextlib.suppress(TimedOut):  # not listening yet: iperf3's own connect error says so
+        poll(lambda: executor.run(["ss", "-Hltn", f"sport = :{port}"], netns_pid=pid, check=False).strip(),
+             timeout, interval=0.02)  # fmt: skip
