@@ -99,7 +99,9 @@ def show(run_id):
     "Interrupt a run in progress (cleanup runs, partial results are kept); forget a finished one",
     path_params=RUN_ID, ok=(202, models.Run), errors=(404,),
     description="A finished run leaves this controller's list (its results folder stays on disk); one in "
-    "progress is interrupted and stays listed until its cleanup is done.",
+    "progress is interrupted at once and stays listed until its cleanup is done (`step` goes from `cleanup` "
+    "to `done`): until then that cleanup still clears shaping and stops the load, so wait for it before "
+    "setting the lab up again.",
 )  # fmt: skip
 def cancel(run_id):
     run = find(run_id)

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .conftest import wait_until
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -26,12 +28,18 @@ def test_the_api_conforms_to_its_own_document(api, compose, tmp_path):
         env = {**os.environ, "SCHEMATHESIS_HOOKS": str(HERE / "fuzz_hooks.py")}
         done = subprocess.run(argv, capture_output=True, text=True, timeout=1200, cwd=tmp_path, env=env)
     finally:  # whatever the generated requests changed in the lab goes back
-        api.delete("/api/shaping", timeout=60)
-        api.delete("/api/partitions", timeout=60)
-        api.delete("/api/load", timeout=60)
+        # Runs first, and their cleanup waited for: an interrupted run's cleanup (shaping cleared, load
+        # stopped) goes on in its thread after the DELETE answered, and would undo what comes after it.
         for run in api.get("/api/runs").json()["runs"]:
             if run["status"] in ("pending", "running"):
                 api.delete(f"/api/runs/{run['id']}", timeout=60)
+        wait_until(
+            lambda: all(r["step"] == "done" for r in api.get("/api/runs").json()["runs"] if r["status"] != "pending"),
+            300, 0.5, "every run's cleanup",
+        )  # fmt: skip
+        api.delete("/api/shaping", timeout=60)
+        api.delete("/api/partitions", timeout=60)
+        api.delete("/api/load", timeout=60)
         compose("--profile", "fuzz", "rm", "-s", "-f", "fuzz-target", timeout=120)
     summary = done.stdout[done.stdout.find("= SUMMARY =") :]
     assert "Tested: 36" in summary, done.stdout[-3000:]

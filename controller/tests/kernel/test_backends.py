@@ -19,7 +19,7 @@ from laglab.shaping.manager import ShapingError
 from laglab.shaping.params import parse_request
 from laglab.stats import percentile
 
-from .conftest import BACKENDS, bridge_rules, iperf3, make_manager, ns_exec, ping, record, sh, wait_until
+from .conftest import BACKENDS, SERVICES, bridge_rules, iperf3, make_manager, ns_exec, ping, record, sh, wait_until
 
 SRC, DST, OTHER = "mysql-source", "mysql-target", "loadgen"
 
@@ -96,6 +96,47 @@ def test_a_change_is_applied_in_place_without_losing_a_packet(manager, backend):
     record("change_in_place", backend, changes=len(changes), lost=lost, control_ms_max=round(1000 * max(changes), 1))
     assert lost == 0, f"{lost} of {result['sent']} pings lost across {len(changes)} live changes"
     assert abs(ping(SRC, DST, count=20)["median"] - 50) <= tolerance(50)
+
+
+def test_a_change_reaches_the_next_packets(manager, backend):
+    """Live control on a real kernel: from put() to the first echo request that sees the new delay (ping
+    -D -U every 2 ms), raises and lowers; as netem, a lowered delay shows on the next packet too. The
+    figures go to bench-shaping --uml; the test asks only that every change shows within 0.5 s."""
+    import subprocess
+
+    manager.put(SRC, parse_request({"delay": "20ms", "peer": DST}))
+    argv = ["ip", "netns", "exec", f"ns-{SRC}", "ping", "-U", "-D", "-n", "-i", "0.002", SERVICES[DST]]
+    pinger = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    replies: list[tuple[float, float]] = []  # (when the request left, rtt ms)
+
+    def read():
+        for line in pinger.stdout:
+            m = re.match(r"^\[(\d+\.\d+)\].*time=([\d.]+) ms", line)
+            if m:
+                replies.append((float(m.group(1)) - float(m.group(2)) / 1000, float(m.group(2))))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    latencies, missed = [], 0
+    try:
+        wait_until(lambda: len(replies) > 20, 10, message="pings to flow")
+        for i in range(16):
+            ms = 60 if i % 2 == 0 else 20
+            sent = time.time()
+            manager.put(SRC, parse_request({"delay": f"{ms}ms", "peer": DST}))
+            time.sleep(0.5)
+            seen = [left for left, rtt in list(replies) if left >= sent - 0.05 and abs(rtt - ms) <= 5]
+            if seen:
+                latencies.append((min(seen) - sent) * 1000)
+            else:
+                missed += 1
+    finally:
+        pinger.terminate()
+        pinger.wait(5)
+    record("control_latency", backend, changes=16, missed=missed,
+           p50_ms=round(statistics.median(latencies), 1) if latencies else None,
+           p99_ms=round(percentile(latencies, 99), 1) if latencies else None)  # fmt: skip
+    assert missed == 0, f"{missed} of 16 changes not seen within 0.5 s ({latencies})"
 
 
 def test_switching_between_service_wide_and_per_peer_layouts(manager, backend):
