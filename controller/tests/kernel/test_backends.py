@@ -133,6 +133,8 @@ def test_a_change_reaches_the_next_packets(manager, backend):
     finally:
         pinger.terminate()
         pinger.wait(5)
+        reader.join(5)
+        pinger.stdout.close()
     record("control_latency", backend, changes=16, missed=missed,
            p50_ms=round(statistics.median(latencies), 1) if latencies else None,
            p99_ms=round(percentile(latencies, 99), 1) if latencies else None)  # fmt: skip
