@@ -192,6 +192,35 @@ def sustained(summary: dict) -> list[dict]:
     return out
 
 
+def host_lines(summary: dict) -> list[str]:
+    """The host's load per point's window, and a warning for a saturated one (its figures are the CPU's)."""
+    points = [p for p in summary.get("points", []) if p.get("host")]
+    if not points:
+        return []
+    lines = ["", "## The host during each measured window", ""]
+    saturated = [p for p in points if p["host"].get("saturated")]
+    if saturated:
+        worst = max(saturated, key=lambda p: p["host"]["saturated_share"])
+        lines += [
+            f"**Warning: the host was saturated** in point(s) {', '.join(str(p['point']) for p in saturated)}: more "
+            f"tasks were runnable than it has cores ({worst['host']['cores']}) in up to "
+            f"{worst['host']['saturated_share'] * 100:.0f} % of the window. Lag, TPS and times there are bound by "
+            "the CPU, not by the network: rerun on a quieter host, or with less load, to measure the network.",
+            "",
+        ]
+    lines += [
+        "| # | host CPU % | load (1 min, max) | runnable mean / max (cores) | controller % of a core | shaping workers % | saturated |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for p in points:
+        h = p["host"]
+        lines.append(
+            f"| {p['point']} | {h['cpu_pct']} | {h['load1_max']} | {h['runnable_mean']} / {h['runnable_max']} ({h['cores']}) | "
+            f"{h['controller_cpu_pct']} | {h['workers_cpu_pct']} | {'**yes**' if h['saturated'] else 'no'} |"
+        )
+    return lines
+
+
 def render(run: Path) -> Path:
     run = Path(run)
     summary = json.loads((run / "summary.json").read_text())
@@ -246,6 +275,7 @@ def render(run: Path) -> Path:
             f"{_fmt(p.get('p95_lag_seconds'))} | {_fmt(p.get('lag_slope'), 4)} | {_fmt(p.get('tps'), 1)} | {_fmt(p.get('qps'), 1)} | "
             f"{_fmt(p.get('link_mbit'))} / {_fmt(p.get('reverse_link_mbit'))} | {_fmt(p.get('binlog_mbit'))} | {checks} |"
         )
+    lines += host_lines(summary)
     lines += timeline_lines(summary)
     lines += replicator_lines(summary)
     lines += cluster_lines(summary)

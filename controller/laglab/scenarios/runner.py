@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import yaml
 
+from ..hostload import HostLoad
 from ..replicators import KINDS, for_kind
 from ..results import Run, iso
 from . import environment, measure, report, summarise
@@ -241,6 +242,9 @@ class ScenarioRun:
             "sweep": self.plan.sweep,
             "link_between": list(self.plan.scenario.link.between),
             "points": self.summary,
+            # Points whose measured window had more runnable tasks than cores (hostload.py): CPU-bound
+            # figures, not the network's.
+            "host_saturated_points": [p["point"] for p in self.summary if (p.get("host") or {}).get("saturated")],
             "cleanup_errors": self.cleanup_errors,
             "consistency": None
             if consistency_report is None
@@ -301,14 +305,20 @@ class ScenarioRun:
             )
             timeline.prepare()
 
+        host = HostLoad(workers=self._worker_pids)
+
         def window_opens(start: float) -> None:
             self._recording.measure_from(start)
+            host.start()
             if timeline is not None:
                 timeline.start(start)
             self._check("load (measuring)")
 
         phase = measure.LoadPhase(self.lab, plan.load, point.index + 1, self.id, self._load_series, self._sleep)
-        window = phase.run(replicator, window_opens)
+        try:
+            window = phase.run(replicator, window_opens)
+        finally:
+            host_load = host.stop() if host.readings else None
         if timeline is not None:
             timeline.stop()  # what is still in force is undone: those events come after the window
             self._timeline = None
@@ -319,7 +329,12 @@ class ScenarioRun:
         for event in events:
             self._event_series.append(event)
         extra = replicator.summary(point.scenario, window.samples)
-        return summarise.point_result(point, plan, verification, window, figures, extra, events)
+        return summarise.point_result(point, plan, verification, window, figures, extra, events, host_load)
+
+    def _worker_pids(self) -> list[int]:
+        """The userspace shaping workers' PIDs (their CPU is the lab's own load in a window)."""
+        workers = getattr(self.lab.shaping, "workers", None) or {}
+        return [proc.pid for _queue, proc in list(workers.values()) if proc is not None and proc.pid]
 
     def _on_event(self, event: dict) -> None:
         """A timeline event as it happens: a dashboard marker; the replica's catch-up is watched after

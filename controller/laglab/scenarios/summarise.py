@@ -10,8 +10,9 @@ from .spec import Point, PointPlan
 
 
 def point_result(
-    point: Point, plan: PointPlan, verification: dict, window: Window, figures: dict, extra: dict, events=()
-) -> dict:
+    point: Point, plan: PointPlan, verification: dict, window: Window, figures: dict, extra: dict, events=(),
+    host: dict | None = None,
+) -> dict:  # fmt: skip
     s = point.scenario
     links = figures.pop("links_mbit")
     timed = s.load.tool == "mysqlslap"  # one row: its time and throughput over the whole run
@@ -45,6 +46,7 @@ def point_result(
         "load_error": window.load_error,  # e.g. sysbench's FATAL line; the point then fails
         "load_restarts": window.load_restarts,
         **timeline_figures(events, window.end),
+        "host": host,  # the host's load in the measured window (hostload.py); saturated: CPU-bound figures
     }
     result["assertions"] = [{"assertion": str(a), "passed": a.holds(result.get(a.metric))} for a in s.assertions]
     failed_steps = [e for e in events if e.get("error")]

@@ -2,6 +2,7 @@
 on the results bundle the run leaves."""
 
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -85,3 +86,27 @@ def test_mysqlslap_point_under_delay(tmp_path):
     # 200 inserts over 4 clients = 50 round trips each of >= 40 ms (autocommit: one per insert).
     assert point["load_seconds"] >= 50 * 0.040 * 0.9, point
     assert 0 < point["qps"] <= 200 / (50 * 0.040 * 0.9)
+
+
+def test_a_cpu_hog_in_loadgen_shows_as_a_saturated_window(tmp_path, settings):
+    """#26: every run reports the host's load in each measured window; one the host could not serve (more
+    runnable tasks than cores: here busy loops in loadgen) is flagged in summary.json and report.md."""
+    loadgen, cores = f"{settings.COMPOSE_PROJECT_NAME}-loadgen-1", os.cpu_count() or 1
+    hogs = [
+        subprocess.Popen(["docker", "exec", loadgen, "timeout", "120", "sha256sum", "/dev/zero"])
+        for _ in range(2 * cores)
+    ]
+    try:
+        scenario = tmp_path / "cpu-hog.yaml"
+        scenario.write_text("name: cpu-hog\nload: {tool: none, duration: 6s}\nwarmup: 0s\n")
+        done, summary, folder = run_scenario(scenario)
+    finally:  # ending `docker exec` leaves its process running in the container
+        subprocess.run(["docker", "exec", loadgen, "sh", "-c", "kill $(pidof sha256sum)"], check=False)
+        for hog in hogs:
+            hog.wait(30)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    (point,) = summary["points"]
+    host = point["host"]
+    assert host["saturated"] and host["runnable_mean"] > cores and host["cpu_pct"] > 90, host
+    assert summary["host_saturated_points"] == [1]
+    assert "**Warning: the host was saturated** in point(s) 1" in (folder / "report.md").read_text()
