@@ -40,6 +40,8 @@ class ClusterLagRecorder:
         self._written: collections.deque[tuple[int, float]] = collections.deque(maxlen=keep * 2)
         self._seq = int(time.time() * 1000)
         self._conns: dict[str, object] = {}
+        self._writer_endpoint = None  # which node writes, asked once a second (Group Replication's primary)
+        self._writer_at: float | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.error: str | None = None
@@ -58,8 +60,17 @@ class ClusterLagRecorder:
             except Exception:  # noqa: S110 - dropped anyway
                 pass
 
+    WRITER_CHECK = 1.0  # seconds between asking the cluster which node writes (and after any failure)
+
+    def _writer(self):
+        now = time.monotonic()
+        if self._writer_at is None or now - self._writer_at >= self.WRITER_CHECK or self.writer_name is None:
+            self._writer_endpoint = self.kind.writer(self.endpoints, conn_of=self._conn)
+            self._writer_at = now
+        return self._writer_endpoint
+
     def _write(self) -> None:
-        writer = self.kind.writer(self.endpoints)
+        writer = self._writer()
         if writer.name != self.writer_name:
             conn = self._conn(writer)
             with conn.cursor() as cur:
@@ -98,7 +109,7 @@ class ClusterLagRecorder:
             self.error = f"writer: {error}"
             if self.writer_name:
                 self._drop(self.writer_name)
-            self.writer_name = None
+            self.writer_name, self._writer_at = None, None  # ask again at the next tick
         for endpoint in self.endpoints:
             if endpoint.name == self.writer_name:
                 self.samples[endpoint.name].clear()  # the writer's own lag is no reading (it was once a member)

@@ -79,8 +79,8 @@ class Cluster(Replicator):
         return all(n.get("ok") for n in nodes)
 
     @classmethod
-    def writer(cls, nodes: list[Endpoint]) -> Endpoint:
-        """Where writes go."""
+    def writer(cls, nodes: list[Endpoint], conn_of=None) -> Endpoint:
+        """Where writes go (`conn_of`: connections the caller keeps, for kinds that must ask the nodes)."""
         return nodes[0]
 
     @classmethod

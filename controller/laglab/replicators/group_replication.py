@@ -84,18 +84,22 @@ class GroupReplication(Cluster):
         }
 
     @classmethod
-    def writer(cls, nodes: list[Endpoint]) -> Endpoint:
-        """The group's primary."""
+    def writer(cls, nodes: list[Endpoint], conn_of=None) -> Endpoint:
+        """The group's primary. `conn_of(endpoint)`: a connection the caller keeps (the per-node lag
+        recorder's own; a new connection per node per reading cost the controller most of its CPU)."""
         for endpoint in nodes:
             try:
-                conn = connect(endpoint, timeout=2)
+                conn = conn_of(endpoint) if conn_of is not None else connect(endpoint, timeout=2)
             except pymysql.MySQLError:
                 continue
             try:
                 if cls.member(conn) == {"state": "ONLINE", "role": "PRIMARY"}:
                     return endpoint
+            except pymysql.MySQLError:
+                continue
             finally:
-                conn.close()
+                if conn_of is None:
+                    conn.close()
         raise ClusterError(f"{cls.kind} has no ONLINE primary")
 
     @classmethod

@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from laglab.shaping.impairment import Impairment
 from laglab.shaping.kernel import KernelBackend
@@ -50,5 +51,8 @@ def test_the_worker_imports_it_with_the_standard_library_alone():
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'flask', 'docker', 'yaml')"
         " or m in ('laglab.errors', 'laglab.shaping.params')))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    controller = Path(__file__).resolve().parents[2]  # where `laglab` imports from, wherever pytest runs
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=controller
+    ).stdout
     assert out.strip() == "[]"
