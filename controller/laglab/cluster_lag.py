@@ -20,7 +20,7 @@ import time
 import pymysql
 
 from .db import META_SCHEMA, connect
-from .lag import LagSample, Ticker, frontier_lag, heartbeat_age
+from .lag import LagSample, Ticker, frontier_lag, heartbeat_age, unapplied
 from .results import Fanout, iso
 
 log = logging.getLogger("laglab.cluster_lag")
@@ -97,7 +97,7 @@ class ClusterLagRecorder:
         now = float(row["now"])
         sample = LagSample(iso(now), round(now, 6), "ok", heartbeat_seq=int(row["seq"]), **queues)
         sample.heartbeat_age_seconds = heartbeat_age(now, float(row["ts"]))
-        lag = frontier_lag(now, int(row["seq"]), float(row["ts"]), list(self._written))
+        lag = frontier_lag(now, int(row["seq"]), float(row["ts"]), unapplied(self._written, int(row["seq"])))
         sample.lag_seconds = sample.heartbeat_age_seconds if lag is None else lag
         return sample
 

@@ -98,6 +98,22 @@ def frontier_lag(
     return 0.0
 
 
+def unapplied(written, target_seq: int | None) -> list[tuple[int, float]]:
+    """What frontier_lag needs of the heartbeats written (oldest first): the oldest one the target does
+    not hold, or the newest written when it holds them all; found from the newest end, so that the cost
+    is the lag's length, not the history's (a window of 600 s keeps 6,000 at 100 ms, 60,000 at 10 ms)."""
+    if not written:
+        return []
+    if target_seq is None:
+        return [written[0]]
+    oldest_missing = None
+    for seq, ts in reversed(written):
+        if seq <= target_seq:
+            break
+        oldest_missing = (seq, ts)
+    return [oldest_missing or written[-1]]
+
+
 def applier_lag(committed: float | None, applied: float | None) -> float | None:
     """End of apply minus original commit of the newest applied transaction (MySQL 8+), or None when
     the server has not applied anything since it started (performance_schema shows zero dates)."""
@@ -284,16 +300,7 @@ class LagRecorder:
         (or the newest written, when it holds them all), found from the newest end so that the cost
         is the lag's length, not the history's (a 10 ms heartbeat keeps 180,000 of them)."""
         with self._written_lock:
-            if not self._written:
-                return []
-            if target_seq is None:
-                return [self._written[0]]
-            oldest_missing = None
-            for seq, ts in reversed(self._written):
-                if seq <= target_seq:
-                    break
-                oldest_missing = (seq, ts)
-            return [oldest_missing or self._written[-1]]
+            return unapplied(self._written, target_seq)
 
     # --- the sampler (target) ---
     def _sample(self) -> None:
