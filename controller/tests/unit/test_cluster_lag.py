@@ -55,8 +55,11 @@ class FakeKind:
         cls.asked += 1
         return nodes[0]
 
-    @staticmethod
-    def queues(conn):
+    read = 0
+
+    @classmethod
+    def queues(cls, conn):
+        cls.read += 1
         return {"applier_queue": 7, "flow_control": 0.25}
 
 
@@ -112,3 +115,18 @@ def test_which_node_writes_is_asked_once_a_second_on_the_recorders_own_connectio
     recorder._writer_at -= recorder.WRITER_CHECK  # a second later
     recorder.tick()
     assert FakeKind.asked == 2 and len(opened) == 2
+
+
+def test_queue_figures_are_read_once_a_second_and_travel_with_every_sample(monkeypatch):
+    world = {"now": 1000.0, "written_ts": 999.9, "on": {"galera-node2": {"seq": 11, "ts": 999.9}}}
+    monkeypatch.setattr(cluster_lag, "connect", lambda e, timeout: FakeConn(e.name, world))
+    nodes = [Endpoint(f"galera-node{n}", 3306, "root", "x", f"galera-node{n}") for n in (1, 2)]
+    recorder = cluster_lag.ClusterLagRecorder(FakeKind, nodes, 0.1, 60)
+    FakeKind.read = 0
+    for _ in range(10):
+        recorder.tick()
+    assert FakeKind.read == 1
+    assert all(s.applier_queue == 7 and s.flow_control == 0.25 for s in recorder.samples["galera-node2"])
+    recorder._queues_read["galera-node2"] = (recorder._queues_read["galera-node2"][0] - 1.0, {})
+    recorder.tick()
+    assert FakeKind.read == 2
