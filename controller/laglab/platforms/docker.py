@@ -175,10 +175,9 @@ class DockerPlatform:
         return self.client.containers.get(self.running(service, hint=hint)[0].id)
 
     def image(self, service: str) -> str | None:
-        found = self.list().get(service)
         try:
-            return self.client.containers.get(found.id).attrs["Config"]["Image"] if found else None
-        except Exception:
+            return self._any_container(service).attrs["Config"]["Image"]
+        except Exception:  # gone, or not of this lab: no image to report
             return None
 
     # --- inside a service's container ---

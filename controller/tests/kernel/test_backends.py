@@ -9,6 +9,7 @@ import math
 import re
 import signal
 import statistics
+import subprocess
 import threading
 import time
 
@@ -102,8 +103,6 @@ def test_a_change_reaches_the_next_packets(manager, backend):
     """Live control on a real kernel: from put() to the first echo request that sees the new delay (ping
     -D -U every 2 ms), raises and lowers; as netem, a lowered delay shows on the next packet too. The
     figures go to bench-shaping --uml; the test asks only that every change shows within 0.5 s."""
-    import subprocess
-
     manager.put(SRC, parse_request({"delay": "20ms", "peer": DST}))
     argv = ["ip", "netns", "exec", f"ns-{SRC}", "ping", "-U", "-D", "-n", "-i", "0.002", SERVICES[DST]]
     pinger = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
