@@ -224,9 +224,7 @@ class DockerPlatform:
         return self.client.containers.get(found.id)
 
     def state(self, service: str) -> ServiceState:
-        container = self._any_container(service)
-        container.reload()
-        state = container.attrs["State"]
+        state = self._any_container(service).attrs["State"]  # containers.get inspects it: fresh already
         return ServiceState(bool(state.get("Running")), bool(state.get("Paused")), str(state.get("Status") or ""))
 
     def act(self, service: str, action: str) -> None:

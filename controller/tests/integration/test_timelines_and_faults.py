@@ -67,7 +67,14 @@ def test_each_fault_action_does_what_it_says_and_is_undone_after_its_duration(ap
         assert [f["id"] for f in listed["active"]] == [fault["id"]]
         wait_until(lambda: state(settings, "mysql-target")["Running"] and not state(settings, "mysql-target")["Paused"],
                    timeout=duration + 30)  # fmt: skip
-        undone = next(f for f in api.get("/api/faults").json()["recent"] if f["id"] == fault["id"])
+
+        # Docker shows the container back a moment before the controller's own poll of its state (every
+        # 20 ms) records the undo: wait for the record, then check it (CI, 2026-11-25: read in between).
+        def record(fault_id=fault["id"]):
+            return next(f for f in api.get("/api/faults").json()["recent"] if f["id"] == fault_id)
+
+        wait_until(lambda: record()["undone"], timeout=10, message="the undo recorded")
+        undone = record()
         assert undone["undone"] and not undone["active"], undone
         wait_until(lambda: replicating(api), timeout=120)  # the replica is back and caught up
     started = state(settings, "mysql-target")["StartedAt"]
