@@ -187,6 +187,8 @@ def shutdown(app: Flask, clear_kernel: bool, run_grace: float = 20.0) -> None:
         lab.clusters.stop()
     if lab.shaping:
         lab.shaping.stop(clear_kernel=clear_kernel)
+    if lab.executor:
+        lab.executor.close()
     if lab.platform:
         lab.platform.unwatch()
     if lab.recorder:

@@ -32,6 +32,7 @@ class DockerPlatform:
         self._ids_by_pid: dict[int, str] = {}
         self._processes: dict[str, tuple[str, int, bool, int]] = {}  # id -> (state, PID, running, start time)
         self._bridge: Bridge | None = None
+        self._bridge_checked = 0.0  # when the kept bridge was last seen held by its dockerd (monotonic)
         self._cache: tuple[float, dict] | None = None  # (monotonic time, the last list)
         # Kept current from Docker's event stream (watch()): while it runs, a list stays good until an
         # event of this project's containers says something changed.
@@ -236,7 +237,10 @@ class DockerPlatform:
         that name (a recreated network has another name): every change of shaping asks for it, and
         finding it takes the Docker API and a walk through /proc (tens of ms on a busy machine)."""
         cached = self._bridge
+        if cached is not None and time.monotonic() - self._bridge_checked < 1.0:
+            return cached  # checked within the second (entering its namespace checks again: owns)
         if cached is not None and self._is_bridge_holder(cached.pid, cached.name):
+            self._bridge_checked = time.monotonic()
             return cached
         networks = self.client.networks.list(filters={"label": f"{PROJECT_LABEL}={self.project}"})
         labelled = [n for n in networks if (n.attrs.get("Labels") or {}).get("com.docker.compose.network") == "lab"]
@@ -246,7 +250,7 @@ class DockerPlatform:
         name = (network.attrs.get("Options") or {}).get("com.docker.network.bridge.name") or f"br-{network.id[:12]}"
         for entry in sorted(os.listdir(self._proc), key=lambda e: (len(e), e)):
             if entry.isdigit() and self._is_bridge_holder(int(entry), name):
-                self._bridge = Bridge(name, int(entry))
+                self._bridge, self._bridge_checked = Bridge(name, int(entry)), time.monotonic()
                 return self._bridge
         raise RuntimeError(f"no dockerd process whose network namespace holds {name} (is the controller's pid: host?)")
 

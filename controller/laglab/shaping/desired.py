@@ -115,7 +115,8 @@ class DesiredState:
         return cls.from_wire(json.loads(path.read_text())) if path.exists() else cls()
 
     def save(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.parent.is_dir():
+            path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.to_wire(), indent=2))
+        tmp.write_text(json.dumps(self.to_wire(), indent=1))
         tmp.replace(path)

@@ -79,18 +79,17 @@ def worker_rules(plan: NamespacePlan) -> str:
 def apply_userspace_tc(executor: Executor, pid: int, plan: NamespacePlan, previous: NamespacePlan | None) -> None:
     """Rate classes on a container's egress. Same layout: change class rates in place (no queue is
     dropped); new layout: rebuild from an empty root so no stale class or filter of a removed peer stays."""
+    delete = [["tc", "qdisc", "del", "dev", DEV, "root"]]
     if not plan.rates:
         if previous is None or previous.rates:
-            executor.run(["tc", "qdisc", "del", "dev", DEV, "root"], netns_pid=pid, check=False)
+            executor.tc(delete, netns_pid=pid, check=False)
         return
     if previous is not None and previous.rates and set(previous.rates) == set(plan.rates):
         cmds = [c for c in htb_commands(plan.rates) if c[1] == "class"]
-        for cmd in cmds:
-            executor.run([*cmd[:2], "change", *cmd[3:]], netns_pid=pid)
+        executor.tc([[*cmd[:2], "change", *cmd[3:]] for cmd in cmds], netns_pid=pid)
         return
-    executor.run(["tc", "qdisc", "del", "dev", DEV, "root"], netns_pid=pid, check=False)
-    for cmd in htb_commands(plan.rates):
-        executor.run(cmd, netns_pid=pid)
+    executor.tc(delete, netns_pid=pid, check=False)
+    executor.tc(htb_commands(plan.rates), netns_pid=pid)
 
 
 def _wait_ready(proc, timeout: float) -> None:

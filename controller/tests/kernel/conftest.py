@@ -148,6 +148,7 @@ def manager(backend, namespaces, tmp_path):
     m.start(interval=0.2)
     yield m
     m.stop(clear_kernel=True)
+    m.executor.close()
 
 
 # --- measuring, from inside the namespaces ---

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import re
 import signal
 import statistics
@@ -101,11 +102,14 @@ def test_a_change_is_applied_in_place_without_losing_a_packet(manager, backend):
 
 def test_a_change_reaches_the_next_packets(manager, backend):
     """Live control on a real kernel: from put() to the first echo request that sees the new delay (ping
-    -D -U every 2 ms), raises and lowers; as netem, a lowered delay shows on the next packet too. The
+    -D -U, one request about every 1 ms), raises and lowers; as netem, a lowered delay shows on the next packet too. The
     figures go to bench-shaping --uml; the test asks only that every change shows within 0.5 s."""
     manager.put(SRC, parse_request({"delay": "20ms", "peer": DST}))
-    argv = ["ip", "netns", "exec", f"ns-{SRC}", "ping", "-U", "-D", "-n", "-i", "0.002", SERVICES[DST]]
-    pinger = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    # Ten pings at 10 ms started 1 ms apart: one `ping -i 0.002` sends every 10 ms once replies are in
+    # flight (iputils' MININTERVAL), and the figure would be its cadence (as scripts/bench-shaping).
+    probes = f"for i in 0 1 2 3 4 5 6 7 8 9; do ping -U -D -n -i 0.01 {SERVICES[DST]} & sleep 0.001; done; wait"
+    argv = ["ip", "netns", "exec", f"ns-{SRC}", "sh", "-c", probes]
+    pinger = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, start_new_session=True)
     replies: list[tuple[float, float]] = []  # (when the request left, rtt ms)
 
     def read():
@@ -130,7 +134,7 @@ def test_a_change_reaches_the_next_packets(manager, backend):
             else:
                 missed += 1
     finally:
-        pinger.terminate()
+        os.killpg(pinger.pid, signal.SIGTERM)  # the shell and its pings
         pinger.wait(5)
         reader.join(5)
         pinger.stdout.close()

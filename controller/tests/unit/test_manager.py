@@ -3,7 +3,7 @@
 import pytest
 
 from laglab.errors import status_of
-from laglab.executor import Executor
+from laglab.executor import CommandError, Executor
 from laglab.platforms import LabContainer
 from laglab.shaping import backends
 from laglab.shaping.manager import ShapingError, ShapingManager
@@ -138,6 +138,12 @@ class HangingExecutor(Executor):
 
             raise subprocess.TimeoutExpired(argv, 30)
         return out
+
+    def tc(self, commands, netns_pid, check=True):
+        super().tc(commands, netns_pid, check=check)
+        hung = [cmd for cmd in commands if "netem" in cmd and "200ms" in cmd]
+        if self.hang and hung:  # as TcBatch answers a tc that stops answering
+            raise CommandError(hung[0], 1, "tc -batch stopped (within 30s)")
 
 
 def test_a_hung_tc_is_rolled_back_like_a_failed_one(tmp_path):
