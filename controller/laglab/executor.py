@@ -120,12 +120,14 @@ class Executor:
 
 class TcBatch:
     """One `tc -force -batch -` in a namespace. Each command is a line; after them, a sentinel line that
-    fails on purpose (a device that does not exist). tc writes every failure to stderr, unbuffered and in
-    order, as its message then `Command failed -:LINE`, so the sentinel's failure line means every
-    command before it has been done, and the lines before it say which failed and why."""
+    fails on purpose: a subcommand tc does not know, refused before any netlink message (a missing
+    device would not do: the kernel looks for a module of that name, a usermode helper each time). tc
+    writes every failure to stderr, unbuffered and in order, as its message then `Command failed
+    -:LINE`, so the sentinel's failure line means every command before it has been done, and the lines
+    before it say which failed and why."""
 
     ARGV = ["tc", "-force", "-batch", "-"]
-    SENTINEL = "qdisc show dev laglab-sync"
+    SENTINEL = "qdisc laglab-sync"
 
     def __init__(self, argv: list[str], namespace: int = 0):
         self.namespace = namespace

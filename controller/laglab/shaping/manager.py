@@ -105,9 +105,10 @@ class ShapingManager:
             raise ShapingError(Kind.INVALID, f"{refused[0]}: {refused[1]}")
         return entry
 
-    def _converge(self, lab, mutate) -> None:
+    def _converge(self, lab, mutate) -> float:
         """Change the desired state (`mutate`), make the kernels hold it and save it; when the kernel
-        refuses, the state before comes back, in memory and in the kernels. Under the lock."""
+        refuses, the state before comes back, in memory and in the kernels. Under the lock. Returns
+        when the change was in force (epoch seconds): before the save, which packets do not wait for."""
         before = DesiredState(dict(self.desired.entries), dict(self.desired.partitions), self.desired.matrix)
         mutate(self.desired)
         try:
@@ -117,7 +118,9 @@ class ShapingManager:
                 before.entries, before.partitions, before.matrix,
             )  # fmt: skip
             raise
+        in_force = time.time()
         self.save()
+        return in_force
 
     def put(self, service: str, request: Request, readback: bool = True) -> dict:
         lab = self.platform.list()  # outside the lock: listing can be slow
@@ -152,9 +155,10 @@ class ShapingManager:
             if had:
                 self._event("all shaping cleared" + (", partitions healed" if had_partitions else ""))
 
-    def change(self, puts: list[tuple[str, Request]], removes: list[tuple[str, str | None]] = ()) -> None:
+    def change(self, puts: list[tuple[str, Request]], removes: list[tuple[str, str | None]] = ()) -> float:
         """Several entries set and removed at once, in one convergence (a timeline step, a trace row):
-        the kernel never holds half of the change. Validated like put(); no read-back."""
+        the kernel never holds half of the change. Validated like put(); no read-back. Returns when it
+        was in force (epoch seconds)."""
         lab = self.platform.list()
         entries = [self._entry(lab, service, request) for service, request in puts]
 
@@ -165,7 +169,7 @@ class ShapingManager:
                 d.entries[entry.key] = entry
 
         with self.lock:
-            self._converge(lab, apply)
+            return self._converge(lab, apply)
 
     def snapshot(self, keys: list[tuple[str, str | None]]) -> dict[tuple[str, str | None], Entry | None]:
         """The entries under these keys now (None: none), to put them back later with restore()."""

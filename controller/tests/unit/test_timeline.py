@@ -27,6 +27,7 @@ class FakeShaping:
         for service, request in puts:
             self.entries[(service, request.peer)] = request
         self.log.append(("change", [(s, r.peer, r.shaping.delay, r.shaping.rate) for s, r in puts], list(removes)))
+        return time.time()  # as ShapingManager.change: when the change was in force
 
     def partition(self, a, b, oneway):
         made = SimpleNamespace(id=f"p{len(self.log)}")

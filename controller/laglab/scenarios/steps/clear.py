@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import StepKind, now, register
+from .base import StepKind, register
 from .target import Target
 
 
@@ -18,5 +18,4 @@ class ClearStep(StepKind, Target):
         return set()  # nothing is held once it is cleared
 
     def do(self, run, key, step):
-        run.lab.shaping.change([], removes=self.keys())
-        return now(), True
+        return run.lab.shaping.change([], removes=self.keys()), True

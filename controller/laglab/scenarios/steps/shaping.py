@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import ConfigDict, PrivateAttr, model_validator
 
 from ...shaping.params import Impairment, ParamError
-from .base import StepKind, no_bare_times, now, register
+from .base import StepKind, no_bare_times, register
 from .target import Target
 
 
@@ -41,6 +41,6 @@ class ShapingStep(StepKind, Target):
     def do(self, run, key, step):
         shaping = run.lab.shaping
         saved = shaping.snapshot(self.keys())
-        shaping.change(self.requests_of(self._impairment))
+        in_force = shaping.change(self.requests_of(self._impairment))
         run.later(key, step, lambda: shaping.restore(saved))
-        return now(), False
+        return in_force, False

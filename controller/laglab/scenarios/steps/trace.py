@@ -125,7 +125,7 @@ class TraceStep(StepKind):
     def apply_row(self, run, row: TraceRow, ends: bool) -> tuple[float, bool]:
         target = Target(link=self.link)
         if row._impairment is not None:
-            run.lab.shaping.change(target.requests_of(row._impairment))
+            in_force = run.lab.shaping.change(target.requests_of(row._impairment))
         else:
-            run.lab.shaping.change([], removes=target.keys())
-        return now(), ends
+            in_force = run.lab.shaping.change([], removes=target.keys())
+        return in_force, ends
