@@ -1,21 +1,30 @@
 """Byte and packet counters per container and per link, sampled once a second into links.csv.
 
-- container rows: the container's eth0 from /proc/<pid>/net/dev (rx/tx bytes and packets).
-- link rows (service -> peer): a counting-only iptables chain LAGLAB_ACCT hooked into each
-  container's OUTPUT, one rule per peer address: what the service sent to that peer.
+- container rows: the container's eth0 from /proc/<pid>/net/dev (rx/tx bytes and packets): no process.
+- link rows (service -> peer): counting-only iptables rules in the lab bridge's namespace (dockerd's),
+  where br_netfilter shows every packet between two lab containers: the mangle table's PREROUTING
+  jumps to `LAGLAB-ACCT-<crc32(project)>`, which sends each sender's packets to its own chain (`...-N`),
+  one rule per receiver. Mangle comes after the raw table, where the userspace backend holds packets, so
+  a link's bytes are what crossed it: after the sender's own shaping (rate, kernel netem loss) and the
+  userspace backend's loss, when they left the hold. One `iptables-save -c` a second for the whole lab
+  (it was one process per container a second: most of the controller's CPU with the cluster profiles up).
+  The chains are written whole when the lab's containers change (their counters start again from zero)
+  and removed when the controller stops (and by `make down`: `python -m laglab.counters remove`).
 Together with lag.csv (same clock) this plots bandwidth used next to lag.
 """
 
 from __future__ import annotations
 
+import re
+import sys
 import threading
 import time
+import zlib
 
 from .executor import Executor
-from .platforms import Platform
+from .platforms import Bridge, Platform
 from .results import Fanout, Run, iso
 
-CHAIN = "LAGLAB_ACCT"
 COLUMNS = ["time", "epoch", "kind", "service", "peer", "rx_bytes", "tx_bytes", "rx_packets", "tx_packets"]
 
 
@@ -28,19 +37,49 @@ def read_net_dev(text: str, device: str = "eth0") -> dict | None:
     return None
 
 
-def parse_acct(text: str) -> dict[str, tuple[int, int]]:
-    """`iptables -L LAGLAB_ACCT -n -v -x` -> destination address -> (packets, bytes)."""
-    out = {}
-    for line in text.splitlines():
-        f = line.split()
-        if len(f) >= 8 and f[0].isdigit() and f[1].isdigit():
-            out[f[7].removesuffix("/32")] = (int(f[0]), int(f[1]))
-    return out
+def chain_name(project: str) -> str:
+    return f"LAGLAB-ACCT-{zlib.crc32(project.encode()):08x}"
 
 
-def acct_rules(peer_ips: list[str]) -> str:
-    lines = ["*filter", f":{CHAIN} - [0:0]", *(f"-A {CHAIN} -d {ip}/32" for ip in sorted(peer_ips)), "COMMIT"]
-    return "\n".join(lines) + "\n"
+def acct_rules(chain: str, addresses: list[str]) -> str:
+    """The counting chains for these lab addresses, for `iptables-restore --noflush` (declared chains
+    are flushed, their counters with them): per sender a chain, in it a rule per receiver, no target."""
+    lines = ["*mangle", f":{chain} - [0:0]"]
+    senders = sorted(addresses)
+    lines += [f":{chain}-{i} - [0:0]" for i in range(len(senders))]
+    for i, sender in enumerate(senders):
+        lines.append(f"-A {chain} -s {sender}/32 -j {chain}-{i}")
+        lines += [f"-A {chain}-{i} -s {sender}/32 -d {receiver}/32" for receiver in senders if receiver != sender]
+    return "\n".join([*lines, "COMMIT"]) + "\n"
+
+
+def parse_acct(chain: str, saved: str) -> dict[tuple[str, str], tuple[int, int]] | None:
+    """`iptables-save -c -t mangle` -> (sender, receiver) -> (packets, bytes); None: the chain is not there."""
+    if f":{chain} " not in saved:
+        return None
+    rule = re.compile(rf"^\[(\d+):(\d+)\] -A {re.escape(chain)}-\d+ -s ([\d.]+)/32 -d ([\d.]+)/32$", re.M)
+    return {(m.group(3), m.group(4)): (int(m.group(1)), int(m.group(2))) for m in rule.finditer(saved)}
+
+
+def hook_spec(bridge: Bridge, chain: str, action: str) -> list[str]:
+    return [action, "PREROUTING", "-i", bridge.name, "-j", chain]
+
+
+def remove_acct(executor: Executor, pid: int | None, chain: str) -> None:
+    """Every hook into the chain (whatever bridge it names), then its chains."""
+    hooks = executor.run(["iptables", "-t", "mangle", "-S", "PREROUTING"], netns_pid=pid, check=False)
+    for line in hooks.splitlines():
+        words = line.split()
+        if words[:2] == ["-A", "PREROUTING"] and words[-2:] == ["-j", chain]:
+            executor.run(["iptables", "-t", "mangle", "-D", *words[1:]], netns_pid=pid, check=False)
+    listed = executor.run(["iptables", "-t", "mangle", "-S"], netns_pid=pid, check=False)
+    chains = [
+        w[1] for w in (line.split() for line in listed.splitlines()) if w[:1] == ["-N"] and w[1].startswith(chain)
+    ]
+    for name in chains:
+        executor.run(["iptables", "-t", "mangle", "-F", name], netns_pid=pid, check=False)
+    for name in chains:
+        executor.run(["iptables", "-t", "mangle", "-X", name], netns_pid=pid, check=False)
 
 
 def with_rates(row: dict, previous: dict | None) -> dict:
@@ -65,23 +104,30 @@ def counter_delta(before: int, after: int) -> int:
 class Counters:
     def __init__(self, platform: Platform, executor: Executor, run: Run, interval: float = 1.0):
         self.platform, self.executor, self.interval = platform, executor, interval
+        self.chain = chain_name(platform.project)
         self.series = run.series("links.csv", COLUMNS)
         self.latest: list[dict] = []
         self.feed = Fanout("links")  # every sample's rows, as they are taken (scenario runs subscribe)
-        self._prepared: dict[str, tuple[int, tuple[str, ...]]] = {}
+        self._prepared: tuple[Bridge, tuple[str, ...]] | None = None  # the bridge and addresses counted
         self._previous: dict[tuple, dict] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.last_error: str | None = None
 
-    def _prepare(self, service: str, pid: int, peers: tuple[str, ...]) -> None:
-        if self._prepared.get(service) == (pid, peers):
+    def _prepare(self, bridge: Bridge, addresses: tuple[str, ...]) -> None:
+        if self._prepared == (bridge, addresses):
             return
-        self.executor.run(["iptables-restore", "--noflush"], netns_pid=pid, stdin=acct_rules(list(peers)))
-        hooks = self.executor.run(["iptables", "-S", "OUTPUT"], netns_pid=pid)
-        if f"-A OUTPUT -j {CHAIN}" not in hooks.splitlines():
-            self.executor.run(["iptables", "-I", "OUTPUT", "1", "-j", CHAIN], netns_pid=pid)
-        self._prepared[service] = (pid, peers)
+        self.executor.run(
+            ["iptables-restore", "--noflush"], netns_pid=bridge.pid, stdin=acct_rules(self.chain, list(addresses))
+        )
+        hooks = self.executor.run(["iptables", "-t", "mangle", "-S", "PREROUTING"], netns_pid=bridge.pid)
+        present = [line for line in hooks.splitlines() if line.split() == hook_spec(bridge, self.chain, "-A")]
+        if not present:
+            spec = hook_spec(bridge, self.chain, "-I")
+            self.executor.run(["iptables", "-t", "mangle", *spec[:2], "1", *spec[2:]], netns_pid=bridge.pid)
+        for _ in present[1:]:  # never two hooks: every packet would count twice
+            self.executor.run(["iptables", "-t", "mangle", *hook_spec(bridge, self.chain, "-D")], netns_pid=bridge.pid)
+        self._prepared = (bridge, addresses)
 
     def sample(self) -> list[dict]:
         lab = {s: c for s, c in self.platform.list(max_age=1.0).items() if c.running and c.pid > 1 and c.ip}
@@ -96,21 +142,20 @@ class Counters:
                 continue
             if counts:
                 rows.append({**stamp, "kind": "container", "service": service, "peer": "", **counts})
-            peers = {c.ip: s for s, c in lab.items() if s != service}
-            self._prepare(service, container.pid, tuple(sorted(peers)))
-            acct = parse_acct(self.executor.run(["iptables", "-L", CHAIN, "-n", "-v", "-x"], netns_pid=container.pid))
-            for ip, (packets, sent) in sorted(acct.items()):
-                if ip in peers:
-                    rows.append(
-                        {
-                            **stamp,
-                            "kind": "link",
-                            "service": service,
-                            "peer": peers[ip],
-                            "tx_bytes": sent,
-                            "tx_packets": packets,
-                        }
-                    )
+        by_ip = {c.ip: s for s, c in lab.items()}
+        bridge = self.platform.bridge()
+        self._prepare(bridge, tuple(sorted(by_ip)))
+        counted = parse_acct(
+            self.chain, self.executor.run(["iptables-save", "-c", "-t", "mangle"], netns_pid=bridge.pid)
+        )
+        if counted is None:  # removed behind our back (a make down, a person): written again next time
+            self._prepared = None
+            counted = {}
+        for (sender, receiver), (packets, sent) in sorted(counted.items()):
+            if sender in by_ip and receiver in by_ip:
+                rows.append({**stamp, "kind": "link", "service": by_ip[sender], "peer": by_ip[receiver],
+                             "tx_bytes": sent, "tx_packets": packets})  # fmt: skip
+        rows.sort(key=lambda r: (r["service"], r["kind"] != "container", r["peer"]))
         for row in rows:
             self.series.append(row)
         self.feed.publish(rows)
@@ -131,6 +176,27 @@ class Counters:
         self._thread.start()
 
     def stop(self) -> None:
+        """Stops sampling and removes the counting chains from the bridge's namespace."""
         self._stop.set()
         if self._thread:
             self._thread.join(timeout=5)
+        if self._prepared is not None:
+            try:
+                remove_acct(self.executor, self._prepared[0].pid, self.chain)
+            except Exception as error:  # stopping: say so and go on
+                self.last_error = f"removing the counting chains failed: {error}"
+            self._prepared = None
+
+
+def main(argv: list[str]) -> int:
+    """`python -m laglab.counters remove <project>`: run by `make down` in a one-off container on the
+    host's network (the bridge's namespace), so no counting chain of the lab stays in the host's iptables."""
+    if len(argv) != 2 or argv[0] != "remove":
+        print("usage: python -m laglab.counters remove <compose project>", file=sys.stderr)
+        return 2
+    remove_acct(Executor(), None, chain_name(argv[1]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

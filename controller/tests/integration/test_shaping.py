@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from laglab import counters
 from laglab.shaping.userspace import chain_name
 
 from .conftest import ROOT, wait_until
@@ -296,6 +297,8 @@ def test_normal_stop_clears_the_kernel_and_start_restores_it(api, compose, setti
     compose("stop", "controller", timeout=120)
     try:
         assert bridge_chain(settings) == {"rules": [], "hooks": 0}, "a normal stop clears what the controller applied"
+        counting = subprocess.run(["iptables", "-t", "mangle", "-S"], capture_output=True, text=True, check=True).stdout
+        assert counters.chain_name(settings.COMPOSE_PROJECT_NAME) not in counting, "and the link counters' chains"
         assert worker_processes() == 0
     finally:
         compose("up", "-d", "--wait", "controller", timeout=180)
