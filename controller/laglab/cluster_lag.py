@@ -20,7 +20,7 @@ import time
 import pymysql
 
 from .db import META_SCHEMA, connect
-from .lag import LagSample, Ticker, frontier_lag, heartbeat_age, unapplied
+from .lag import LagSample, Ticker, frontier, heartbeat_age, read_time, unapplied
 from .results import Fanout, iso
 
 log = logging.getLogger("laglab.cluster_lag")
@@ -28,8 +28,11 @@ TABLE = f"{META_SCHEMA}.cluster_heartbeat"
 
 
 class ClusterLagRecorder:
-    def __init__(self, kind, endpoints, interval: float, window_seconds: float, series=None, feed=None):
-        self.kind, self.endpoints, self.interval = kind, endpoints, interval
+    def __init__(
+        self, kind, endpoints, interval: float, window_seconds: float, series=None, feed=None, clock=time.time
+    ):
+        """`clock`: the controller's clock (epoch seconds), the only one any figure is read with."""
+        self.kind, self.endpoints, self.interval, self.clock = kind, endpoints, interval, clock
         self.series = series
         keep = max(10, int(window_seconds / interval))
         self.samples: dict[str, collections.deque[LagSample]] = {
@@ -81,9 +84,12 @@ class ClusterLagRecorder:
             self.writer_name = writer.name
         with self._conn(writer).cursor() as cur:
             self._seq += 1
-            cur.execute(f"REPLACE INTO {TABLE} (id, seq, ts) VALUES (1, %s, NOW(6))", (self._seq,))
-            cur.execute(f"SELECT UNIX_TIMESTAMP(ts) AS ts FROM {TABLE} WHERE id = 1")
-            self._written.append((self._seq, float(cur.fetchone()["ts"])))
+            # The controller's clock, as the main recorder's (lag.py): no member's clock enters a figure.
+            written = round(time.time(), 6)
+            cur.execute(
+                f"REPLACE INTO {TABLE} (id, seq, ts) VALUES (1, %s, FROM_UNIXTIME(%s))", (self._seq, f"{written:.6f}")
+            )
+            self._written.append((self._seq, time.time()))
 
     QUEUES_EVERY = 1.0  # seconds between two readings of a member's queue figures
 
@@ -100,19 +106,21 @@ class ClusterLagRecorder:
     def _read(self, endpoint) -> LagSample:
         conn = self._conn(endpoint)
         with conn.cursor() as cur:
+            sent = self.clock()
             cur.execute(
-                f"SELECT UNIX_TIMESTAMP(NOW(6)) AS now, seq, UNIX_TIMESTAMP(ts) AS ts FROM {TABLE} WHERE id = 1"
+                f"SELECT UNIX_TIMESTAMP(NOW(6)) AS server_now, seq, UNIX_TIMESTAMP(ts) AS ts FROM {TABLE} WHERE id = 1"
             )
             row = cur.fetchone()
+            now, read_error = read_time(sent, self.clock())
         queues = self._queues(endpoint.name, conn)
         if row is None:
-            now = time.time()
             return LagSample(iso(now), round(now, 6), "gap", reason=f"{endpoint.name}: no heartbeat yet", **queues)
-        now = float(row["now"])
         sample = LagSample(iso(now), round(now, 6), "ok", heartbeat_seq=int(row["seq"]), **queues)
+        sample.clock_offset_seconds = round(float(row["server_now"]) - now, 6)
         sample.heartbeat_age_seconds = heartbeat_age(now, float(row["ts"]))
-        lag = frontier_lag(now, int(row["seq"]), float(row["ts"]), unapplied(self._written, int(row["seq"])))
+        lag, half_gap = frontier(now, int(row["seq"]), float(row["ts"]), unapplied(self._written, int(row["seq"])))
         sample.lag_seconds = sample.heartbeat_age_seconds if lag is None else lag
+        sample.lag_error_seconds = round(read_error + half_gap, 6)
         return sample
 
     def tick(self) -> None:

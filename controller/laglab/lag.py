@@ -1,14 +1,19 @@
 """The lag recorder: a heartbeat written on the source, read back on the target, at a fixed rate.
 
-Every interval the writer sets `laglab_meta.heartbeat` (seq, NOW(6)) on the source and remembers
-what it wrote; half an interval later the sampler reads the row on the target together with the
-target's NOW(6). All containers share the host's clock, so there is no skew to correct. Two readings:
+Every interval the writer sets `laglab_meta.heartbeat` (seq, ts) on the source and remembers when the
+write returned; half an interval later the sampler reads the row on the target. Every time is the
+controller's own clock: `ts` is the controller's time of the write, and a reading's time is the middle
+of its round trip, so neither server's clock enters a figure (on two hosts, or a server whose clock is
+off, their difference would be added to every sample). Two readings:
 - lag_seconds: how far behind the target is. Its replication frontier lies between the newest
-  heartbeat it holds and the oldest one written but not yet on it; lag = target's now - the middle
-  of those two write times (error at most half an interval), and 0 when the target holds every
-  heartbeat written so far, so it returns to 0 when replication catches up.
-- heartbeat_age_seconds: target's now - newest heartbeat on the target (pt-heartbeat's reading);
-  never below the time since the last write. Each sample also keeps
+  heartbeat it holds and the oldest one written but not yet on it; lag = the reading's time - the
+  middle of those two writes' return times, and 0 when the target holds every heartbeat written so
+  far, so it returns to 0 when replication catches up. lag_error_seconds bounds it: half the reading's
+  round trip plus half the time between those two writes (at most half an interval).
+- heartbeat_age_seconds: the reading's time - the newest heartbeat on the target (pt-heartbeat's
+  reading); never below the time since the last write.
+clock_offset_seconds is the target's clock minus the controller's (within half the round trip): shown,
+never used. Each sample also keeps
 Seconds_Behind_Source and, on MySQL, performance_schema's applier timestamps. Samples go to memory
 (for /api/lag) and to results/<run>/lag.csv as they are taken. A server going away is recorded as a
 gap with its reason; the recorder itself never stops.
@@ -37,6 +42,7 @@ COLUMNS = [
     "status",
     "reason",
     "lag_seconds",
+    "lag_error_seconds",
     "heartbeat_age_seconds",
     "heartbeat_seq",
     "seconds_behind_source",
@@ -46,6 +52,7 @@ COLUMNS = [
     "apply_seconds",
     "io_running",
     "sql_running",
+    "clock_offset_seconds",
 ]
 
 
@@ -56,6 +63,7 @@ class LagSample:
     status: str  # "ok" or "gap"
     reason: str | None = None
     lag_seconds: float | None = None
+    lag_error_seconds: float | None = None  # half the reading's round trip + half the frontier's gap
     heartbeat_age_seconds: float | None = None
     heartbeat_seq: int | None = None
     seconds_behind_source: int | None = None
@@ -70,6 +78,7 @@ class LagSample:
     certifier_queue: int | None = None  # GR: transactions waiting for certification
     applier_queue: int | None = None  # GR: certified, waiting to be applied; Galera: wsrep_local_recv_queue
     flow_control: float | None = None  # GR: throttling active (0/1); Galera: wsrep_flow_control_paused
+    clock_offset_seconds: float | None = None  # the replica's clock - the controller's (shown, never used)
 
     def as_dict(self) -> dict:
         # A shallow copy: every field is a plain value, and dataclasses.asdict's deep copy was a sixth
@@ -83,25 +92,34 @@ def heartbeat_age(target_now: float, heartbeat_ts: float) -> float:
     return round(max(0.0, target_now - heartbeat_ts), 6)
 
 
-def frontier_lag(
-    target_now: float, target_seq: int, target_ts: float, written: list[tuple[int, float]]
-) -> float | None:
-    """Target's now - the middle of (newest heartbeat on the target, oldest written but not on it);
-    0 when none is missing. None when nothing is known of what was written (no write succeeded yet)."""
+def frontier(
+    now: float, target_seq: int, target_ts: float, written: list[tuple[int, float]]
+) -> tuple[float | None, float]:
+    """(lag, half the frontier's gap): `now` - the middle of (newest heartbeat on the target, oldest
+    written but not on it), by their writes' return times in `written` (the row's own `target_ts` when
+    the held one is no longer there); 0 when none is missing. None when nothing is known of what was
+    written (no write succeeded yet)."""
     if not written:
-        return None
-    for seq, ts in written:
+        return None, 0.0
+    held = next((t for seq, t in reversed(written) if seq <= target_seq), target_ts)
+    for seq, t in written:
         if seq > target_seq:
-            if ts > target_now:  # written after the target's clock was read
-                return 0.0
-            return round(max(0.0, target_now - (target_ts + ts) / 2), 6)
-    return 0.0
+            if t > now:  # written after the target was read
+                return 0.0, 0.0
+            return round(max(0.0, now - (held + t) / 2), 6), round(max(0.0, t - held) / 2, 6)
+    return 0.0, 0.0
+
+
+def frontier_lag(now: float, target_seq: int, target_ts: float, written: list[tuple[int, float]]) -> float | None:
+    """frontier()'s lag alone."""
+    return frontier(now, target_seq, target_ts, written)[0]
 
 
 def unapplied(written, target_seq: int | None) -> list[tuple[int, float]]:
-    """What frontier_lag needs of the heartbeats written (oldest first): the oldest one the target does
-    not hold, or the newest written when it holds them all; found from the newest end, so that the cost
-    is the lag's length, not the history's (a window of 600 s keeps 6,000 at 100 ms, 60,000 at 10 ms)."""
+    """What frontier() needs of the heartbeats written (oldest first): the newest one the target holds
+    and the oldest one it does not (or the newest written, when it holds them all); found from the
+    newest end, so that the cost is the lag's length, not the history's (a window of 600 s keeps 6,000
+    at 100 ms, 60,000 at 10 ms)."""
     if not written:
         return []
     if target_seq is None:
@@ -109,9 +127,15 @@ def unapplied(written, target_seq: int | None) -> list[tuple[int, float]]:
     oldest_missing = None
     for seq, ts in reversed(written):
         if seq <= target_seq:
-            break
+            return [(seq, ts), oldest_missing] if oldest_missing else [(seq, ts)]
         oldest_missing = (seq, ts)
-    return [oldest_missing or written[-1]]
+    return [oldest_missing]
+
+
+def read_time(sent: float, returned: float) -> tuple[float, float]:
+    """(when a reading was taken, half its round trip) on the controller's clock: the server answered
+    somewhere in between."""
+    return (sent + returned) / 2, max(0.0, returned - sent) / 2
 
 
 def applier_lag(committed: float | None, applied: float | None) -> float | None:
@@ -179,8 +203,10 @@ def make_sample(
     source_error: str | None,
     written: list[tuple[int, float]] | None = None,
     split: LagSplit | None = None,
+    read_error: float = 0.0,
 ) -> LagSample:
-    """One sample from what the target answered; `now` is the target's clock in epoch seconds."""
+    """One sample from what the target answered; `now` is when it answered, on the controller's clock
+    (epoch seconds), within `read_error` (half the reading's round trip)."""
     sample = LagSample(time=iso(now), epoch=round(now, 6), status="ok")
     if status:
         sample.io_running = replica_field(status, "Replica_IO_Running")
@@ -199,9 +225,12 @@ def make_sample(
         sample.status, sample.reason = "gap", "no heartbeat on mysql-target yet"
         return sample
     sample.heartbeat_seq = int(heartbeat["seq"])
+    if heartbeat.get("server_now") is not None:
+        sample.clock_offset_seconds = round(float(heartbeat["server_now"]) - now, 6)
     sample.heartbeat_age_seconds = heartbeat_age(now, float(heartbeat["ts"]))
-    lag = frontier_lag(now, sample.heartbeat_seq, float(heartbeat["ts"]), written or [])
+    lag, half_gap = frontier(now, sample.heartbeat_seq, float(heartbeat["ts"]), written or [])
     sample.lag_seconds = sample.heartbeat_age_seconds if lag is None else lag
+    sample.lag_error_seconds = round(read_error + half_gap, 6)
     if source_error:
         sample.status, sample.reason = "gap", f"mysql-source: {source_error}"
     elif not status:
@@ -277,17 +306,18 @@ class LagRecorder:
             if self._src is None:
                 self._src = connect(self.source, timeout=min(2.0, max(0.5, self.interval * 5)), tls=False)
             self._seq += 1
-            # One statement a heartbeat (HEARTBEAT_INTERVAL_MS=10 makes it a hundred a second): the
-            # time is the controller's clock, which is the source's too (one kernel), rounded to the
-            # microsecond as DATETIME(6) keeps it, so what is remembered is what the row holds.
+            # One statement a heartbeat (HEARTBEAT_INTERVAL_MS=10 makes it a hundred a second). The
+            # row's time is the controller's clock (pt-heartbeat style readers see it); what is
+            # remembered is when the write returned (committed: autocommit), on the same clock.
             written = round(time.time(), 6)
             with self._src.cursor() as cur:
                 cur.execute(
                     f"REPLACE INTO {META_SCHEMA}.heartbeat (id, seq, ts) VALUES (1, %s, FROM_UNIXTIME(%s))",
                     (self._seq, f"{written:.6f}"),
                 )
+            returned = time.time()
             with self._written_lock:
-                self._written.append((self._seq, written))
+                self._written.append((self._seq, returned))
             self.writes += 1
             self.source_error = None
         except (pymysql.MySQLError, OSError) as error:
@@ -296,9 +326,7 @@ class LagRecorder:
             self._stop.wait(min(1.0, self.interval * 5))
 
     def _unapplied(self, target_seq: int | None) -> list[tuple[int, float]]:
-        """What frontier_lag needs of the heartbeats written: the oldest one the target does not hold
-        (or the newest written, when it holds them all), found from the newest end so that the cost
-        is the lag's length, not the history's (a 10 ms heartbeat keeps 180,000 of them)."""
+        """What frontier() needs of the heartbeats written (lag.unapplied)."""
         with self._written_lock:
             return unapplied(self._written, target_seq)
 
@@ -311,21 +339,20 @@ class LagRecorder:
                 self._status_due = self._applier_due = 0.0  # a new connection (a restarted server?) reads both now
             with self._dst.cursor() as cur:
                 try:
-                    # One statement: the clock and the row are read together (NOW(6) is the
-                    # statement's start), so an apply can't fall between them.
+                    # The reading's time is the controller's: the middle of this statement's round
+                    # trip. The server's NOW(6) comes along only to show how far its clock is off.
+                    sent = time.time()
                     cur.execute(
-                        f"SELECT UNIX_TIMESTAMP(NOW(6)) AS now, seq, UNIX_TIMESTAMP(ts) AS ts FROM {META_SCHEMA}.heartbeat WHERE id = 1"
+                        f"SELECT UNIX_TIMESTAMP(NOW(6)) AS server_now, seq, UNIX_TIMESTAMP(ts) AS ts FROM {META_SCHEMA}.heartbeat WHERE id = 1"
                     )
                     heartbeat = cur.fetchone()
+                    now, read_error = read_time(sent, time.time())
                 except pymysql.MySQLError as error:
                     if not error.args or error.args[0] not in (1049, 1146):
                         raise
                     heartbeat = None  # not replicated yet
                 if heartbeat is None:
-                    cur.execute("SELECT UNIX_TIMESTAMP(NOW(6)) AS now")
-                    now = float(cur.fetchone()["now"])
-                else:
-                    now = float(heartbeat["now"])
+                    now, read_error = time.time(), 0.0
                 # The replica's status and performance_schema's timestamps at most every STATUS_EVERY
                 # and APPLIER_EVERY seconds: they do not need the heartbeat's resolution, and at 10 ms
                 # they were most of the recorder's CPU. Samples in between carry the last ones read.
@@ -342,7 +369,7 @@ class LagRecorder:
                         self._applier = cur.fetchone()
                 status, applier = self._status, self._applier
             written = self._unapplied(int(heartbeat["seq"]) if heartbeat else None)
-            sample = make_sample(now, heartbeat, status, applier, self.source_error, written, self.split)
+            sample = make_sample(now, heartbeat, status, applier, self.source_error, written, self.split, read_error)
         except (pymysql.MySQLError, OSError) as error:
             self._dst = _close(self._dst)
             now = time.time()

@@ -1,5 +1,6 @@
 """Per-node cluster lag against fake connections: the heartbeat goes to the writer only, each other
-member is read with its own clock, its queue figures travel with the sample, a lost member is a gap."""
+member is read on the controller's clock (its own clock only shown), its queue figures travel with the
+sample, a lost member is a gap."""
 
 import collections
 
@@ -25,8 +26,10 @@ class FakeCursor:
             raise pymysql.err.OperationalError(2013, "Lost connection")
         if sql.startswith("SELECT UNIX_TIMESTAMP(ts)"):
             self.row = {"ts": self.conn.world["written_ts"]}
-        elif sql.startswith("SELECT UNIX_TIMESTAMP(NOW(6))"):
-            self.row = {"now": self.conn.world["now"], **self.conn.world["on"][self.conn.name]}
+        elif sql.startswith("SELECT UNIX_TIMESTAMP(NOW(6)) AS server_now"):
+            # As a server answers: its own clock (off by its skew), and the row it holds.
+            skew = self.conn.world.get("skew", {}).get(self.conn.name, 0.0)
+            self.row = {"server_now": self.conn.world["now"] + skew, **self.conn.world["on"][self.conn.name]}
         elif sql.startswith("REPLACE"):
             self.conn.world["seq"] = args[0]
 
@@ -68,7 +71,7 @@ def test_each_member_is_read_against_the_writers_heartbeats(monkeypatch):
     conns = {}
     monkeypatch.setattr(cluster_lag, "connect", lambda e, timeout: conns.setdefault(e.name, FakeConn(e.name, world)))
     nodes = [Endpoint(f"galera-node{n}", 3306, "root", "x", f"galera-node{n}") for n in (1, 2, 3)]
-    recorder = cluster_lag.ClusterLagRecorder(FakeKind, nodes, 0.1, 60)
+    recorder = cluster_lag.ClusterLagRecorder(FakeKind, nodes, 0.1, 60, clock=lambda: world["now"])
     recorder._seq = 10
     # node 2 holds the heartbeat just written, node 3 one written 0.5 s earlier (two behind)
     recorder._written = collections.deque([(9, 999.4), (10, 999.6)])
@@ -82,6 +85,28 @@ def test_each_member_is_read_against_the_writers_heartbeats(monkeypatch):
     assert latest["galera-node3"]["lag_seconds"] == 0.5
     assert (latest["galera-node3"]["applier_queue"], latest["galera-node3"]["flow_control"]) == (7, 0.25)
     assert latest["galera-node3"]["replica"] == "galera-node3"
+    assert latest["galera-node3"]["lag_error_seconds"] == 0.1  # half the frontier's gap; the read took no time
+
+
+def test_a_member_whose_clock_is_off_reads_the_same_lag(monkeypatch):
+    """Issue #23: only the controller's clock enters a figure; a member 5 s ahead (or 3 s behind) of it
+    shows the same lag, and its offset beside it."""
+    lags = {}
+    for skew in (0.0, 5.0, -3.0):
+        world = {"now": 1000.0, "skew": {"galera-node3": skew}, "on": {"galera-node3": {"seq": 9, "ts": 999.4}}}
+        conns = {}
+        monkeypatch.setattr(
+            cluster_lag, "connect", lambda e, timeout, w=world, c=conns: c.setdefault(e.name, FakeConn(e.name, w))
+        )
+        nodes = [Endpoint(f"galera-node{n}", 3306, "root", "x", f"galera-node{n}") for n in (1, 3)]
+        recorder = cluster_lag.ClusterLagRecorder(FakeKind, nodes, 0.1, 60, clock=lambda w=world: w["now"])
+        recorder._seq = 10
+        recorder._written = collections.deque([(9, 999.4), (10, 999.6)])
+        recorder.tick()
+        sample = recorder.latest()["galera-node3"]
+        lags[skew] = sample["lag_seconds"]
+        assert sample["clock_offset_seconds"] == skew
+    assert lags == {0.0: 0.5, 5.0: 0.5, -3.0: 0.5}
 
 
 def test_a_member_that_goes_away_is_a_gap_and_comes_back(monkeypatch):
@@ -89,7 +114,7 @@ def test_a_member_that_goes_away_is_a_gap_and_comes_back(monkeypatch):
     conns = {}
     monkeypatch.setattr(cluster_lag, "connect", lambda e, timeout: conns.setdefault(e.name, FakeConn(e.name, world)))
     nodes = [Endpoint(f"galera-node{n}", 3306, "root", "x", f"galera-node{n}") for n in (1, 2)]
-    recorder = cluster_lag.ClusterLagRecorder(FakeKind, nodes, 0.1, 60)
+    recorder = cluster_lag.ClusterLagRecorder(FakeKind, nodes, 0.1, 60, clock=lambda: world["now"])
     recorder.tick()
     conns["galera-node2"].down = True
     recorder.tick()
@@ -107,7 +132,7 @@ def test_which_node_writes_is_asked_once_a_second_on_the_recorders_own_connectio
     opened = []
     monkeypatch.setattr(cluster_lag, "connect", lambda e, timeout: opened.append(e.name) or FakeConn(e.name, world))
     nodes = [Endpoint(f"galera-node{n}", 3306, "root", "x", f"galera-node{n}") for n in (1, 2)]
-    recorder = cluster_lag.ClusterLagRecorder(FakeKind, nodes, 0.1, 60)
+    recorder = cluster_lag.ClusterLagRecorder(FakeKind, nodes, 0.1, 60, clock=lambda: world["now"])
     FakeKind.asked = 0
     for _ in range(10):
         recorder.tick()
@@ -121,7 +146,7 @@ def test_queue_figures_are_read_once_a_second_and_travel_with_every_sample(monke
     world = {"now": 1000.0, "written_ts": 999.9, "on": {"galera-node2": {"seq": 11, "ts": 999.9}}}
     monkeypatch.setattr(cluster_lag, "connect", lambda e, timeout: FakeConn(e.name, world))
     nodes = [Endpoint(f"galera-node{n}", 3306, "root", "x", f"galera-node{n}") for n in (1, 2)]
-    recorder = cluster_lag.ClusterLagRecorder(FakeKind, nodes, 0.1, 60)
+    recorder = cluster_lag.ClusterLagRecorder(FakeKind, nodes, 0.1, 60, clock=lambda: world["now"])
     FakeKind.read = 0
     for _ in range(10):
         recorder.tick()

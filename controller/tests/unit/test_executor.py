@@ -42,7 +42,7 @@ def test_a_batch_that_stops_answering_is_a_failure_not_a_hang():
 
 
 def test_a_batch_that_exits_is_reported_on_the_command_it_was_given():
-    batch = TcBatch(["sh", "-c", "echo 'Error: gone' >&2"])
+    batch = TcBatch(["sh", "-c", "read line; echo 'Error: gone' >&2"])  # reads the first line, then dies
     failures = batch.run([SHOW, SHOW], timeout=5)
     assert failures == [(SHOW, "Error: gone")]
 

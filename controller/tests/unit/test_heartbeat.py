@@ -125,3 +125,26 @@ def test_the_window_counts_back_from_the_newest_sample_and_after_an_epoch():
     assert [s.epoch for s in window(samples, 3)] == [107.0, 108.0, 109.0, 110.0]
     assert [s.epoch for s in window(samples, 3, after=108.0)] == [109.0, 110.0]
     assert window([], 3) == []
+
+
+def test_the_frontier_uses_the_writes_return_times_and_says_its_error():
+    """Issue #23: the controller's clock alone. The held heartbeat's time is when its write returned
+    (from what was written), not the row's time; the error is half the gap between the two writes."""
+    from laglab.lag import frontier, unapplied
+
+    written = [(10, 100.05), (11, 100.15), (12, 100.25), (13, 100.35)]  # returned 50 ms after each row's ts
+    assert unapplied(written, 11) == [(11, 100.15), (12, 100.25)]
+    assert unapplied(written, 13) == [(13, 100.35)]
+    assert frontier(100.4, 11, 100.1, unapplied(written, 11)) == (0.2, 0.05)
+    assert frontier(100.4, 13, 100.3, unapplied(written, 13)) == (0.0, 0.0)
+
+
+def test_a_replica_whose_clock_is_off_reads_the_same_lag():
+    """The server's NOW(6) only says how far its clock is off: 5 s ahead or 3 s behind, the same lag."""
+    readings = {}
+    for skew in (0.0, 5.0, -3.0):
+        heartbeat = {"seq": 11, "ts": 100.1, "server_now": 100.35 + skew}
+        sample = make_sample(100.35, heartbeat, STATUS, None, None, WRITTEN, read_error=0.002)
+        readings[skew] = (sample.lag_seconds, sample.heartbeat_age_seconds, sample.lag_error_seconds)
+        assert sample.clock_offset_seconds == skew
+    assert readings == {skew: (0.2, 0.25, 0.052) for skew in (0.0, 5.0, -3.0)}
