@@ -1,0 +1,73 @@
+"""Lag that needs no shared clock (issue #23): the servers' clocks put off with libfaketime (preloaded
+into mysqld; the library comes from the loadgen image), mysql-target 5 s ahead and mysql-source 3 s
+behind, and the recorded lag of a 200 ms link is the same as with their clocks right, within the error
+bound each sample states. Before, the target's NOW(6) was the reading's time: this read 5 s more."""
+
+import statistics
+import subprocess
+import time
+
+from .conftest import wait_until
+
+LIBRARY = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+
+
+def lag_window(api, seconds: float) -> list[dict]:
+    since = time.time()
+
+    def enough():
+        body = api.get(f"/api/lag?seconds={seconds + 2:g}").json()
+        samples = [s for s in body["samples"] if s["epoch"] >= since]
+        return samples if samples and samples[-1]["epoch"] >= since + seconds else None
+
+    return wait_until(enough, seconds + 20, 0.2, f"{seconds:g} s of lag samples")
+
+
+def settled(api, lag_at_least: float = 0.0):
+    """Replication flowing again after a restart: a second of ok samples, every one at the link's lag."""
+
+    def ok():
+        samples = api.get("/api/lag?seconds=1").json()["samples"]
+        return len(samples) >= 5 and all(s["status"] == "ok" and s["lag_seconds"] >= lag_at_least for s in samples)
+
+    wait_until(ok, 120, 0.5, "replication to flow with ok lag samples")
+
+
+def test_lag_does_not_move_with_the_servers_clocks(api, compose, tmp_path):
+    library = tmp_path / "faketime"
+    library.mkdir()
+    subprocess.run(["docker", "cp", f"{compose('ps', '-q', 'loadgen').stdout.strip()}:{LIBRARY}", str(library)],
+                   check=True, capture_output=True)  # fmt: skip
+    override = tmp_path / "clocks.yaml"
+    override.write_text(
+        "services:\n"
+        + "".join(
+            f"  {service}:\n"
+            "    environment:\n"
+            f"      LD_PRELOAD: /laglab-faketime/libfaketime.so.1\n      FAKETIME: '{shift}'\n"
+            "      DONT_FAKE_MONOTONIC: '1'\n"
+            f"    volumes: ['{library}:/laglab-faketime:ro']\n"
+            for service, shift in (("mysql-target", "+5s"), ("mysql-source", "-3s"))
+        )
+    )
+    put = api.put("/api/shaping/mysql-source", json={"delay": "200ms", "peer": "mysql-target"})
+    assert put.status_code == 200, put.text
+    try:
+        settled(api, lag_at_least=0.1)
+        right = lag_window(api, 4)
+        compose("-f", str(override), "up", "-d", "--wait", "mysql-source", "mysql-target", timeout=300)
+        settled(api, lag_at_least=0.1)
+        off = lag_window(api, 4)
+    finally:
+        compose("up", "-d", "--wait", "mysql-source", "mysql-target", timeout=300)  # clocks right again
+        api.delete("/api/shaping")
+        settled(api)
+
+    offsets = [s["clock_offset_seconds"] for s in off if s["clock_offset_seconds"] is not None]
+    assert 4.8 <= statistics.median(offsets) <= 5.2, f"mysql-target's clock was not put 5 s ahead: {offsets[:5]}"
+    assert abs(statistics.median(s["clock_offset_seconds"] for s in right)) < 0.2
+    lag_right = statistics.median(s["lag_seconds"] for s in right)
+    lag_off = statistics.median(s["lag_seconds"] for s in off)
+    bound = max(s["lag_error_seconds"] for s in right + off)
+    assert 0.15 <= lag_right <= 0.4, f"a 200 ms link should read about 0.2 s of lag, not {lag_right}"
+    assert abs(lag_off - lag_right) <= bound + 0.02, (lag_right, lag_off, bound)
