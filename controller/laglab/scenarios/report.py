@@ -330,9 +330,6 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))
-
 
 def replicator_lines(summary: dict) -> list[str]:
     """DTLE's / DM's own figures beside the heartbeat lag (never instead of it: dtle_delay_time and
@@ -406,3 +403,8 @@ def timeline_lines(summary: dict) -> list[str]:
             lines += ["", f"Point {p['point']}: longest catch-up {_fmt(p.get('max_catch_up_seconds'), 2)} s "
                       f"over {p['catch_ups']} disruption(s)."]  # fmt: skip
     return lines
+
+
+# Last: `python -m laglab.scenarios.report` (make report) needs every function above defined first.
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
