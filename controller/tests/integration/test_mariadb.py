@@ -37,7 +37,7 @@ def mariadb_lab(mariadb_env):
 
 
 def test_mariadb_lab_replicates_and_records_lag(mariadb_lab):
-    assert "lab up:" in mariadb_lab.stderr
+    assert "lab up in " in mariadb_lab.stderr
     source = connect(Endpoint("127.0.0.1", PORTS["SOURCE_PORT"], "root", "laglab", "mysql-source"), timeout=5)
     target = connect(Endpoint("127.0.0.1", PORTS["TARGET_PORT"], "root", "laglab", "mysql-target"), timeout=5)
     try:
