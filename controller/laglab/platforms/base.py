@@ -86,6 +86,9 @@ class Platform(Protocol):
 
     def image(self, service: str) -> str | None: ...
 
+    def nodes(self) -> dict[str, str]:
+        """service -> the machine (node) its container runs on: the results bundle records it."""
+
     # --- network namespaces (the executor enters them) ---
     def owns(self, pid: int) -> bool:
         """Whether `pid` is still the process of one of this lab's containers (or of its bridge)."""

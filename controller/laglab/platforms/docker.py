@@ -33,6 +33,7 @@ class DockerPlatform:
         self._processes: dict[str, tuple[str, int, bool, int]] = {}  # id -> (state, PID, running, start time)
         self._bridge: Bridge | None = None
         self._bridge_checked = 0.0  # when the kept bridge was last seen held by its dockerd (monotonic)
+        self._node: str | None = None  # the engine's host name (nodes())
         self._cache: tuple[float, dict] | None = None  # (monotonic time, the last list)
         # Kept current from Docker's event stream (watch()): while it runs, a list stays good until an
         # event of this project's containers says something changed.
@@ -174,6 +175,12 @@ class DockerPlatform:
     def container(self, service: str, hint: str = ""):
         """The Docker SDK's container object of a running service."""
         return self.client.containers.get(self.running(service, hint=hint)[0].id)
+
+    def nodes(self) -> dict[str, str]:
+        """On Docker every service runs on the engine's host: its name, asked once."""
+        if self._node is None:
+            self._node = str(self.client.info().get("Name") or "docker")
+        return {service: self._node for service in self.list()}
 
     def image(self, service: str) -> str | None:
         try:

@@ -1,4 +1,5 @@
-"""What a run ran on (environment.json): server versions, images, kernel, shaping backend, host size."""
+"""What a run ran on (environment.json): the platform, its nodes and the node of each service, server
+versions, images, kernel, shaping backend, host size."""
 
 from __future__ import annotations
 
@@ -9,7 +10,11 @@ from ..db import server_version
 
 
 def describe(lab) -> dict:
+    placed = lab.platform.nodes()
     return {
+        "platform": lab.platform.name,
+        "nodes": sorted(set(placed.values())),
+        "service_nodes": dict(sorted(placed.items())),
         "server_versions": {endpoint.name: server_version(endpoint) for endpoint in (lab.source, lab.target)},
         "images": {service: lab.platform.image(service) for service in lab.platform.list()},
         "kernel": platform.release(),

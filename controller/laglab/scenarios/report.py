@@ -241,6 +241,8 @@ def render(run: Path) -> Path:
         "|---|---|",
     ]
     for key in (
+        "platform",
+        "nodes",
         "server_versions",
         "shaping_backend",
         "netem_available",
@@ -328,7 +330,6 @@ def main(argv: list[str]) -> int:
         return 2
     print(render(Path(argv[1])))
     return 0
-
 
 
 def replicator_lines(summary: dict) -> list[str]:

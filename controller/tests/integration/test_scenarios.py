@@ -40,6 +40,9 @@ def test_latency_sweep_quick(api):
     ):
         assert (folder / name).stat().st_size > 0, name
     assert summary["status"] == "completed" and summary["consistency"]["identical"] is True
+    environment = json.loads((folder / "environment.json").read_text())
+    assert environment["platform"] == "docker" and len(environment["nodes"]) == 1  # one engine, one host
+    assert environment["service_nodes"]["mysql-target"] == environment["nodes"][0]
     low, high = summary["points"]
     assert (low["params"], high["params"]) == ({"link.rtt": "0ms"}, {"link.rtt": "250ms"})
     for point in (low, high):

@@ -99,6 +99,11 @@ class FakeDocker:
         self.streams: list[FakeEvents] = []
         self.event_filters = None
 
+    def info(self):
+        """As the Engine's GET /info answers (its Name: the host the containers run on)."""
+        self.infos = getattr(self, "infos", 0) + 1
+        return {"Name": "lab-host", "NCPU": 2, "ServerVersion": "26.1.5"}
+
     def events(self, decode=False, filters=None):
         self.event_filters = filters
         self.streams.append(FakeEvents())
@@ -162,6 +167,9 @@ class FakePlatform:
 
     def image(self, service):
         return f"fake/{service}" if service in self.lab else None
+
+    def nodes(self):
+        return {service: "fake-node" for service in self.lab}
 
     def owns(self, pid):
         return pid == self._bridge.pid or any(c.pid == pid and c.running for c in self.lab.values())

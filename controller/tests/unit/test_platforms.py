@@ -32,3 +32,15 @@ def test_a_service_not_running_is_named_with_the_hint():
     fake = FakePlatform.running_services("mysql-source")
     with pytest.raises(platforms.PlatformError, match=r"dm-master not running \(make up PROFILE=dm\)"):
         fake.running("mysql-source", "dm-master", hint="make up PROFILE=dm")
+
+
+def test_docker_places_every_service_on_the_engines_host_asking_once():
+    from .fakes import FakeDocker
+
+    docker = FakeDocker(
+        {"a" * 64: {"service": "mysql-source", "pid": 1101}, "b" * 64: {"service": "loadgen", "pid": 1102}}
+    )
+    platform = DockerPlatform("laglab", client=docker)
+    assert platform.nodes() == {"mysql-source": "lab-host", "loadgen": "lab-host"}
+    platform.nodes()
+    assert docker.infos == 1
