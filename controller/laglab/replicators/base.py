@@ -69,6 +69,25 @@ class Replicator:
     # runner clears the shaping first (the network is the runner's to change, not the replicator's).
     checks_unshaped: ClassVar[bool] = False
 
+    label: ClassVar[str] = ""  # the kind in a reader's words (report.md, plots): "DTLE", "native"
+
+    @classmethod
+    def describe(cls, options: dict) -> str:
+        """The kind and the options a point gave it, in words with units, as a reader wants them in a
+        report: `DTLE (group max size 1 MiB, group timeout auto, repl chan buffer size 600)`. A kind
+        whose options read better otherwise says so by overriding this."""
+        fields = cls.Options.model_fields if cls.Options is not None else {}
+        said = []
+        for name, value in options.items():
+            if name == "kind":
+                continue
+            unit = (fields[name].description or "") if name in fields else ""
+            named = name
+            if name.endswith(("_ms", "_bytes")):  # the unit goes with the value: "group timeout 100 ms"
+                named, unit = name.rsplit("_", 1)[0], name.rsplit("_", 1)[1]
+            said.append(f"{named.replace('_', ' ')} {words_of(value, unit)}")
+        return f"{cls.label or cls.kind}" + (f" ({', '.join(said)})" if said else "")
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if "Options" in cls.__dict__:
@@ -185,3 +204,17 @@ def gaps(samples: list[tuple[float, dict]]) -> list[dict]:
             gap["to"], gap["samples"] = round(t, 3), gap["samples"] + 1
     out.extend(open_gaps.values())
     return sorted(out, key=lambda g: (g["from"], g["agent"]))
+
+
+def words_of(value, unit: str = "") -> str:
+    """An option's value in words: sizes in bytes as KiB/MiB/GiB, booleans as on/off, units kept."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if unit == "bytes" and isinstance(value, int):
+        for size, name in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+            if value >= size and value % (size // 1024 or 1) == 0:
+                return f"{value / size:g} {name}"
+        return f"{value} bytes"
+    if unit in ("ms", "s") and isinstance(value, int | float):
+        return f"{value:g} {unit}"
+    return str(value)

@@ -145,6 +145,7 @@ class Dm(SourceToTarget):
     """mysql-source -> dm-worker -> TiDB (tidb:4000), driven with dmctl inside the dm-master container."""
 
     kind = "dm"
+    label = "DM"
     Options = DmOptions
     sweepable = ("syncer_worker_count", "syncer_batch")
     default_link = ("mysql-source", "dm-worker")  # the source to the worker reading its binlog

@@ -321,6 +321,7 @@ class Dtle(SourceToTarget):
     checks_unshaped = True
 
     kind = "dtle"
+    label = "DTLE"
     Options = DtleOptions
     sweepable = ("group_max_size", "group_timeout_ms")
     default_link = ("dtle-src", "dtle-dst")  # the agents' NATS link (the reference shaped it)

@@ -49,6 +49,7 @@ def gtid_count(conn) -> int:
 
 class GroupReplication(Cluster):
     kind = "group-replication"
+    label = "Group Replication"
     prefix = "gr-node"
     port_var = "GR_NODE{}_PORT"
 

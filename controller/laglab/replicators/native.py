@@ -330,8 +330,20 @@ class NativeOptions(BaseModel):
 
 class Native(SourceToTarget):
     kind = "native"
+    label = "native"
     Options = NativeOptions
     sweepable = ("compression", "binlog_transaction_compression", "ssl", "semi_sync")
+
+    @classmethod
+    def describe(cls, options: dict) -> str:
+        """`native, uncompressed`; `native, zstd level 3, binlog compression, TLS, semi-sync`."""
+        compression = str(options.get("compression", "uncompressed"))
+        if compression == "zstd" and "zstd_level" in options:
+            compression += f" level {options['zstd_level']}"
+        said = [compression]
+        said += [words for key, words in (("binlog_transaction_compression", "binlog compression"), ("ssl", "TLS"),
+                                          ("semi_sync", "semi-sync")) if options.get(key)]  # fmt: skip
+        return ", ".join(["native", *said])
 
     def __init__(self, parts: Parts):
         super().__init__(parts)

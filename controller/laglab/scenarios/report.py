@@ -16,6 +16,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from . import words
+
 
 def _csv(path: Path) -> list[dict]:
     return list(csv.DictReader(path.read_text().splitlines())) if path.exists() else []
@@ -50,7 +52,7 @@ def lag_plot(run: Path, summary: dict) -> str | None:
         xs = [float(r["epoch"]) - t0 for r in members]
         ax.plot(xs, [float(r["lag_seconds"]) for r in members], lw=0.8, color="tab:blue")
         ax.axvline(xs[0], color="grey", ls="--", lw=0.7)
-        label = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in params.get(point, {}).items()) or f"point {point}"
+        label = words.params(params[point]) if params.get(point) else f"point {point}"
         ax.annotate(
             f" {label}", (xs[0], 1), xycoords=("data", "axes fraction"), rotation=90, va="top", fontsize=7, color="grey"
         )
@@ -81,7 +83,7 @@ def sweep_plot(run: Path, summary: dict) -> str | None:
     x_key = sweep[-1]
     groups: dict[str, list[dict]] = {}
     for p in points:
-        group = ", ".join(f"{k.split('.')[-1]}={p['params'][k]}" for k in sweep[:-1]) or "all"
+        group = words.params(p["params"], sweep[:-1]) if sweep[:-1] else "all"
         groups.setdefault(group, []).append(p)
     metrics = [
         ("max_lag_seconds", "max lag (s)"),
@@ -92,10 +94,10 @@ def sweep_plot(run: Path, summary: dict) -> str | None:
     fig, axes = plt.subplots(1, len(metrics), figsize=(4 * len(metrics), 3.6))
     for ax, (metric, label) in zip(axes, metrics, strict=True):
         for group, members in groups.items():
-            xs = [str(m["params"][x_key]) for m in members]
+            xs = [words.value(x_key, m["params"][x_key]) for m in members]
             ys = [m.get(metric) if m.get(metric) is not None else float("nan") for m in members]
             ax.plot(xs, ys, marker="o", label=group)
-        ax.set_xlabel(x_key)
+        ax.set_xlabel(words.name(x_key) or x_key)
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
     if len(groups) > 1:
@@ -178,7 +180,7 @@ def sustained(summary: dict) -> list[dict]:
         return []
     groups: dict[str, list[dict]] = {}
     for p in summary.get("points", []):
-        key = ", ".join(f"{k}={p['params'][k]}" for k in sweep if k != "load.rate") or "all"
+        key = words.params(p["params"], [k for k in sweep if k != "load.rate"]) if len(sweep) > 1 else "all"
         groups.setdefault(key, []).append(p)
     out = []
     for key, members in groups.items():
@@ -252,7 +254,12 @@ def render(run: Path) -> Path:
         "heartbeat_interval_ms",
     ):
         if key in environment:
-            lines.append(f"| {key} | {environment[key]} |")
+            found = environment[key]
+            if isinstance(found, dict):  # server_versions: "mysql-source 9.7.4, mysql-target 9.7.4"
+                found = ", ".join(f"{k} {v}" for k, v in found.items())
+            elif isinstance(found, list):
+                found = ", ".join(map(str, found))
+            lines.append(f"| {key.replace('_', ' ')} | {found} |")
     lines += [
         "",
         "## Points",
@@ -271,7 +278,7 @@ def render(run: Path) -> Path:
         )
         if p.get("load_error"):
             checks = f"load failed: {p['load_error']}; {checks}"
-        params = ", ".join(f"{k}={val}" for k, val in p["params"].items()) or "-"
+        params = words.params(p["params"])
         lines.append(
             f"| {p['point']} | {params} | {rtt} | {rate} | {'yes' if v.get('ok') else 'NO'} | {_fmt(p.get('max_lag_seconds'))} | "
             f"{_fmt(p.get('p95_lag_seconds'))} | {_fmt(p.get('lag_slope'), 4)} | {_fmt(p.get('tps'), 1)} | {_fmt(p.get('qps'), 1)} | "
@@ -349,7 +356,7 @@ def replicator_lines(summary: dict) -> list[str]:
     gap_lines = []
     for p in points:
         m = p["replicator_metrics"]
-        params = ", ".join(f"{k}={val}" for k, val in p["params"].items()) or "-"
+        params = words.params(p["params"])
         lines.append(
             f"| {p['point']} | {params} | {_fmt(p.get('max_lag_seconds'))} | {_fmt(m.get('max_delay_seconds'), 0)} | "
             f"{_fmt(m.get('forward_mbit'))} / {_fmt(m.get('back_mbit'))} |"

@@ -53,7 +53,7 @@ def test_latency_sweep_quick(api):
         assert point["lag_samples"] > 50
     assert high["p95_lag_seconds"] > low["p95_lag_seconds"] + 0.05, (low, high)
     assert api.get("/api/shaping").json()["shaping"] == [], "cleanup cleared the shaping"
-    assert "| 2 | link.rtt=250ms |" in (folder / "report.md").read_text()
+    assert "| 2 | RTT 250 ms |" in (folder / "report.md").read_text()  # parameters in words (#27)
 
 
 def test_client_bandwidth_quick():

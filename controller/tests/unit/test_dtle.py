@@ -284,7 +284,7 @@ def test_the_report_shows_dtles_delay_beside_the_heartbeat_lag():
 
     point = {"point": 1, "params": {"load.rate": 300}, "max_lag_seconds": 1.312,
              "replicator_metrics": {"max_delay_seconds": 1.0, "forward_mbit": 0.34, "back_mbit": 0.01}}  # fmt: skip
-    assert "| 1 | load.rate=300 | 1.312 | 1 | 0.34 / 0.01 |" in replicator_lines({"points": [point]})
+    assert "| 1 | 300 TPS | 1.312 | 1 | 0.34 / 0.01 |" in replicator_lines({"points": [point]})
     assert replicator_lines({"points": [{**point, "replicator_metrics": None}]}) == []
 
 

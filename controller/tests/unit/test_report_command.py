@@ -25,3 +25,36 @@ def test_make_report_rebuilds_a_stored_runs_report(tmp_path):
 def test_make_report_says_how_to_call_it():
     done = subprocess.run(["make", "-s", "report"], cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2 and "usage: make report RUN=results/<run>" in done.stdout
+
+
+def test_a_two_key_sweep_reads_in_words(tmp_path):
+    """replicator x load.rate, as dtle-weaknet-max-pressure.yaml sweeps: every row of report.md says
+    `DTLE (group max size 1 MiB, ...)` and `50 TPS`, never a Python repr."""
+    import json
+
+    run = tmp_path / "20261125T000000Z-two-keys"
+    shutil.copytree(FIXTURES / "run", run)
+    summary = json.loads((run / "summary.json").read_text())
+    replicators = [{"kind": "native", "compression": "uncompressed"},
+                   {"kind": "dtle", "group_max_size": 1048576, "group_timeout_ms": "auto", "repl_chan_buffer_size": 600}]  # fmt: skip
+    template = summary["points"][0]
+    summary["sweep"] = {"replicator": replicators, "load.rate": [50, 300]}
+    summary["points"] = [
+        {
+            **template,
+            "point": i + 1,
+            "params": {"replicator": r, "load.rate": rate},
+            "tps": rate * 0.99,
+            "lag_slope": 0.0,
+        }
+        for i, (r, rate) in enumerate((r, rate) for r in replicators for rate in (50, 300))
+    ]
+    (run / "summary.json").write_text(json.dumps(summary))
+    done = subprocess.run(
+        ["make", "-s", "report", f"RUN={run}"], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    text = (run / "report.md").read_text()
+    assert "{'" not in text and "':" not in text, [line for line in text.splitlines() if "{'" in line][:3]
+    assert "| 4 | DTLE (group max size 1 MiB, group timeout auto, repl chan buffer size 600), 300 TPS |" in text
+    assert "| 1 | native, uncompressed, 50 TPS |" in text

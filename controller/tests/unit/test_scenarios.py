@@ -110,7 +110,7 @@ def test_report_from_a_stored_run(tmp_path):
     out = report.render(run)
     text = out.read_text()
     assert text.startswith("# replication-latency-sweep - completed")
-    assert "| 2 | link.rtt=250ms | 250 / 251 | 2 / 1.97 | yes | 0.25 | 0.2 |" in text
+    assert "| 2 | RTT 250 ms | 250 / 251 | 2 / 1.97 | yes | 0.25 | 0.2 |" in text
     assert "Identical" in text
     assert (run / "lag.png").stat().st_size > 1000 and (run / "sweep.png").stat().st_size > 1000
     assert json.loads((run / "summary.json").read_text())["status"] == "completed"
@@ -128,7 +128,7 @@ def test_highest_sustained_rate_per_group():
         ],
     }  # fmt: skip
     best = {row["group"]: row["point"]["params"]["load.rate"] for row in report.sustained(summary)}
-    assert best == {"replicator.compression=uncompressed": 100, "replicator.compression=zstd": 200}
+    assert best == {"compression uncompressed": 100, "compression zstd": 200}
 
 
 def test_mysqlslap_load():
