@@ -75,38 +75,71 @@ def lag_plot(run: Path, summary: dict) -> str | None:
     return "lag.png"
 
 
+def x_axis_key(points: list[dict], sweep: list[str]) -> str | None:
+    """The swept key the plot puts on x: one whose every value is a quantity (the last such, as a
+    sweep lists its inner loop last); None when no key is numeric (then one point per category)."""
+    numeric = [k for k in sweep if all(words.number(k, p["params"].get(k)) is not None for p in points)]
+    return numeric[-1] if numeric else None
+
+
 def sweep_plot(run: Path, summary: dict) -> str | None:
+    fig = sweep_figure(summary)
+    if fig is None:
+        return None
+    fig.savefig(run / "sweep.png", dpi=100)  # 1400 px wide
+    plt.close(fig)
+    return "sweep.png"
+
+
+def sweep_figure(summary: dict):
+    """Each metric against the numeric swept key (log x where its values span two decades or more),
+    one line per combination of the other keys, in words; small multiples past six lines."""
     points = summary.get("points", [])
     sweep = list(summary.get("sweep") or {})
     if not points or not sweep:
         return None
-    x_key = sweep[-1]
+    x_key = x_axis_key(points, sweep)
+    others = [k for k in sweep if k != x_key]
     groups: dict[str, list[dict]] = {}
     for p in points:
-        group = words.params(p["params"], sweep[:-1]) if sweep[:-1] else "all"
-        groups.setdefault(group, []).append(p)
+        groups.setdefault(words.params(p["params"], others) if others else "all", []).append(p)
     metrics = [
         ("max_lag_seconds", "max lag (s)"),
         ("p95_lag_seconds", "p95 lag (s)"),
         ("tps", "TPS"),
         ("link_mbit", "link Mbit/s"),
     ]
-    fig, axes = plt.subplots(1, len(metrics), figsize=(4 * len(metrics), 3.6))
-    for ax, (metric, label) in zip(axes, metrics, strict=True):
-        for group, members in groups.items():
-            xs = [words.value(x_key, m["params"][x_key]) for m in members]
-            ys = [m.get(metric) if m.get(metric) is not None else float("nan") for m in members]
-            ax.plot(xs, ys, marker="o", label=group)
-        ax.set_xlabel(words.name(x_key) or x_key)
-        ax.set_ylabel(label)
-        ax.grid(alpha=0.3)
-    if len(groups) > 1:
-        axes[0].legend(fontsize=7)
+    # More than six lines do not read on one panel: a row of panels per group (small multiples).
+    rows = [[name] for name in groups] if len(groups) > 6 else [list(groups)]
+    fig, axes = plt.subplots(len(rows), len(metrics), figsize=(14, 3.2 * len(rows) + 1.2), squeeze=False)
+    unit = ""
+    for row_axes, names in zip(axes, rows, strict=True):
+        for ax, (metric, label) in zip(row_axes, metrics, strict=True):
+            for name in names:
+                members = groups[name]
+                ys = [m.get(metric) if m.get(metric) is not None else float("nan") for m in members]
+                if x_key is not None:
+                    xs = [words.number(x_key, m["params"][x_key]) for m in members]
+                    unit = xs[0][1]
+                    ax.plot([x for x, _ in xs], ys, marker="o", label=name)
+                else:
+                    ax.plot(range(len(members)), ys, marker="o", label=name)
+            if x_key is not None:
+                values = [words.number(x_key, p["params"][x_key])[0] for p in points]
+                if min(values) > 0 and max(values) / min(values) >= 100:
+                    ax.set_xscale("log")
+                ax.set_xlabel(f"{words.axis(x_key)} ({unit})" if unit else words.axis(x_key))
+            else:
+                ax.set_xlabel("point")
+            ax.set_ylabel(label)
+            ax.grid(alpha=0.3)
+            if len(rows) > 1:
+                ax.set_title(names[0], fontsize=8)
+    if len(groups) > 1 and len(rows) == 1:
+        fig.legend(*axes[0][0].get_legend_handles_labels(), loc="lower center", ncol=min(3, len(groups)), fontsize=8)
     fig.suptitle(f"{summary.get('scenario')}: per point")
-    fig.tight_layout()
-    fig.savefig(run / "sweep.png", dpi=110)
-    plt.close(fig)
-    return "sweep.png"
+    fig.tight_layout(rect=(0, 0.1 if len(groups) > 1 and len(rows) == 1 else 0, 1, 1))
+    return fig
 
 
 def cluster_tables(summary: dict) -> dict[str, dict]:

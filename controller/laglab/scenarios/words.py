@@ -50,3 +50,28 @@ def params(values: dict, keys=None) -> str:
     """Several parameters (all, or `keys` of them), in words, joined by commas; "-" when none."""
     keys = list(values) if keys is None else keys
     return ", ".join(param(k, values[k]) for k in keys if k in values) or "-"
+
+
+def number(key: str, raw) -> tuple[float, str] | None:
+    """A parameter's value as a number and its unit, for a plot's axis: rates in Mbit/s, times in ms,
+    plain numbers as they are (with the key's unit); None when the value is not a quantity."""
+    if isinstance(raw, bool) or isinstance(raw, dict):
+        return None
+    if isinstance(raw, int | float):
+        return float(raw), _UNITS.get(key) or ""
+    if isinstance(raw, str):
+        if m := _RATE.match(raw):
+            scale = {"bit": 1e-6, "kbit": 1e-3, "mbit": 1.0, "gbit": 1e3}[m.group(2).lower()]
+            return float(m.group(1)) * scale, "Mbit/s"
+        if m := _TIME.match(raw):
+            scale = {"us": 1e-3, "ms": 1.0, "s": 1e3}[m.group(2)]
+            return float(m.group(1)) * scale, "ms"
+    return None
+
+
+_AXES = {"load.rate": "load rate", "load.threads": "client threads", "link.rtt": "RTT", "link.rate": "link rate"}
+
+
+def axis(key: str) -> str:
+    """A parameter's name on a plot's axis (where `name` may be empty: the value says it in a row)."""
+    return _AXES.get(key) or name(key) or key

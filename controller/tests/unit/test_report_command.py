@@ -58,3 +58,40 @@ def test_a_two_key_sweep_reads_in_words(tmp_path):
     assert "{'" not in text and "':" not in text, [line for line in text.splitlines() if "{'" in line][:3]
     assert "| 4 | DTLE (group max size 1 MiB, group timeout auto, repl chan buffer size 600), 300 TPS |" in text
     assert "| 1 | native, uncompressed, 50 TPS |" in text
+
+
+def overlaps(boxes) -> list[tuple]:
+    return [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1 :] if a.overlaps(b)]
+
+
+def test_the_sweep_plot_puts_the_numeric_key_on_x_and_no_label_overlaps_another():
+    """The categorical key (replicator) becomes the lines, in words; the write rate goes on x; at
+    1400 px no tick label overlaps another, nor an axis label its neighbour's panel."""
+    import json
+
+    from laglab.scenarios import report
+
+    summary = json.loads((FIXTURES / "run" / "summary.json").read_text())
+    replicators = [{"kind": "native", "compression": "uncompressed"},
+                   {"kind": "dtle", "group_max_size": 1048576, "group_timeout_ms": "auto", "repl_chan_buffer_size": 600}]  # fmt: skip
+    template = summary["points"][0]
+    rates = [50, 100, 150, 200, 300, 400, 500, 600, 800]
+    summary["sweep"] = {"replicator": replicators, "load.rate": rates}
+    summary["points"] = [
+        {**template, "params": {"replicator": r, "load.rate": rate}} for r in replicators for rate in rates
+    ]
+    fig = report.sweep_figure(summary)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    assert fig.get_size_inches()[0] * fig.dpi <= 1400
+    panels = fig.get_axes()
+    for ax in panels:
+        assert ax.get_xlabel() == "load rate (TPS)"
+        ticks = [t.get_window_extent(renderer) for t in ax.get_xticklabels() if t.get_text()]
+        assert ticks and not overlaps(ticks), ax.get_ylabel()
+        assert [line.get_label() for line in ax.get_lines()] == [
+            "native, uncompressed", "DTLE (group max size 1 MiB, group timeout auto, repl chan buffer size 600)"]  # fmt: skip
+    labels = [ax.yaxis.label.get_window_extent(renderer) for ax in panels]
+    frames = [ax.get_window_extent(renderer) for ax in panels]
+    for i, label in enumerate(labels):  # a y label stays clear of the panel to its left
+        assert i == 0 or not label.overlaps(frames[i - 1]), panels[i].get_ylabel()
