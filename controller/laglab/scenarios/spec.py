@@ -476,4 +476,7 @@ def _describe(params: dict) -> str:
 
 
 def describe_point(point: Point) -> str:
-    return _describe(point.params)
+    """The point's swept values in a reader's words (`--plan`, the run's progress and events)."""
+    from . import words
+
+    return words.params(point.params) if point.params else "no sweep"
