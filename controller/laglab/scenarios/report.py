@@ -109,6 +109,9 @@ def sweep_figure(summary: dict):
         ("tps", "TPS"),
         ("link_mbit", "link Mbit/s"),
     ]
+    asked_rates = sorted(
+        {p["verification"]["rate_asked_mbit"] for p in points if (p.get("verification") or {}).get("rate_asked_mbit")}
+    )
     # More than six lines do not read on one panel: a row of panels per group (small multiples).
     rows = [[name] for name in groups] if len(groups) > 6 else [list(groups)]
     fig, axes = plt.subplots(len(rows), len(metrics), figsize=(14, 3.2 * len(rows) + 1.2), squeeze=False)
@@ -131,6 +134,10 @@ def sweep_figure(summary: dict):
                 ax.set_xlabel(f"{words.axis(x_key)} ({unit})" if unit else words.axis(x_key))
             else:
                 ax.set_xlabel("point")
+            if metric == "link_mbit" and len(asked_rates) == 1:  # the asked link rate, as a limit
+                ax.axhline(asked_rates[0], color="grey", ls="--", lw=1)
+                ax.annotate(f"link {asked_rates[0]:g} Mbit/s", (0.02, asked_rates[0]), xycoords=("axes fraction", "data"),
+                            va="bottom", fontsize=7, color="grey")  # fmt: skip
             ax.set_ylabel(label)
             ax.grid(alpha=0.3)
             if len(rows) > 1:
