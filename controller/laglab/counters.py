@@ -9,19 +9,19 @@
   userspace backend's loss, when they left the hold. One `iptables-save -c` a second for the whole lab
   (it was one process per container a second: most of the controller's CPU with the cluster profiles up).
   The chains are written whole when the lab's containers change (their counters start again from zero)
-  and removed when the controller stops (and by `make down`: `python -m laglab.netfilter remove`).
+  and removed when the controller stops (and by `make down`: `python -m laglab.counters remove`).
 Together with lag.csv (same clock) this plots bandwidth used next to lag.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 import threading
 import time
 import zlib
 
 from .executor import Executor
-from .netfilter import remove_chains
 from .platforms import Bridge, Platform
 from .results import Fanout, Run, iso
 
@@ -63,6 +63,23 @@ def parse_acct(chain: str, saved: str) -> dict[tuple[str, str], tuple[int, int]]
 
 def hook_spec(bridge: Bridge, chain: str, action: str) -> list[str]:
     return [action, "PREROUTING", "-i", bridge.name, "-j", chain]
+
+
+def remove_acct(executor: Executor, pid: int | None, chain: str) -> None:
+    """Every hook into the chain (whatever bridge it names), then its chains."""
+    hooks = executor.run(["iptables", "-t", "mangle", "-S", "PREROUTING"], netns_pid=pid, check=False)
+    for line in hooks.splitlines():
+        words = line.split()
+        if words[:2] == ["-A", "PREROUTING"] and words[-2:] == ["-j", chain]:
+            executor.run(["iptables", "-t", "mangle", "-D", *words[1:]], netns_pid=pid, check=False)
+    listed = executor.run(["iptables", "-t", "mangle", "-S"], netns_pid=pid, check=False)
+    chains = [
+        w[1] for w in (line.split() for line in listed.splitlines()) if w[:1] == ["-N"] and w[1].startswith(chain)
+    ]
+    for name in chains:
+        executor.run(["iptables", "-t", "mangle", "-F", name], netns_pid=pid, check=False)
+    for name in chains:
+        executor.run(["iptables", "-t", "mangle", "-X", name], netns_pid=pid, check=False)
 
 
 def with_rates(row: dict, previous: dict | None) -> dict:
@@ -165,7 +182,21 @@ class Counters:
             self._thread.join(timeout=5)
         if self._prepared is not None:
             try:
-                remove_chains(self.executor, self._prepared[0].pid, "mangle", self.chain)
+                remove_acct(self.executor, self._prepared[0].pid, self.chain)
             except Exception as error:  # stopping: say so and go on
                 self.last_error = f"removing the counting chains failed: {error}"
             self._prepared = None
+
+
+def main(argv: list[str]) -> int:
+    """`python -m laglab.counters remove <project>`: run by `make down` in a one-off container on the
+    host's network (the bridge's namespace), so no counting chain of the lab stays in the host's iptables."""
+    if len(argv) != 2 or argv[0] != "remove":
+        print("usage: python -m laglab.counters remove <compose project>", file=sys.stderr)
+        return 2
+    remove_acct(Executor(), None, chain_name(argv[1]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -14,7 +14,7 @@ packets to the receiver's own queue (a number derived from the project and the s
 a restart); one worker per receiver bound to that queue. `--queue-bypass`: with no worker bound (a
 killed controller) packets pass unshaped, never blackholed. The chain is rewritten whole when it
 differs from what it should be, and removed on a clear, a normal stop and `make down`
-(`python -m laglab.netfilter remove <project>` on the host network).
+(`python -m laglab.shaping.userspace remove <project>` on the host network).
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from __future__ import annotations
 import json
 import select
 import subprocess
+import sys
 import zlib
 
 from ..executor import Executor
-from ..netfilter import remove_chains
 from ..platforms import Bridge
 from .backend import DEV, Applied, htb_commands, read_back_kernel
 from .params import Direction
@@ -250,7 +250,7 @@ class UserspaceBackend:
         rules = [rule for service in sorted(self.fragments) for rule in self.fragments[service]]
         if not rules:
             if force or self.written != "":
-                remove_chains(executor, bridge.pid, "raw", self.chain)
+                remove_chain(executor, bridge, self.chain)
                 self.written = ""
             return
         wanted = restore_input(self.chain, rules)
@@ -319,3 +319,29 @@ class UserspaceBackend:
         finally:
             if proc.stdout is not None:
                 proc.stdout.close()
+
+
+def remove_chain(executor: Executor, bridge: Bridge | None, chain: str) -> None:
+    """Every hook into the chain (whatever bridge it names), then the chain itself."""
+    pid = bridge.pid if bridge is not None else None
+    hooks = executor.run(["iptables", "-t", "raw", "-S", "PREROUTING"], netns_pid=pid, check=False)
+    for line in hooks.splitlines():
+        words = line.split()
+        if words[:2] == ["-A", "PREROUTING"] and words[-2:] == ["-j", chain]:
+            executor.run(["iptables", "-t", "raw", "-D", *words[1:]], netns_pid=pid, check=False)
+    executor.run(["iptables", "-t", "raw", "-F", chain], netns_pid=pid, check=False)
+    executor.run(["iptables", "-t", "raw", "-X", chain], netns_pid=pid, check=False)
+
+
+def main(argv: list[str]) -> int:
+    """`python -m laglab.shaping.userspace remove <project>`: run by `make down` in a one-off container on
+    the host's network (the bridge's namespace), so nothing of the lab stays in the host's iptables."""
+    if len(argv) != 2 or argv[0] != "remove":
+        print("usage: python -m laglab.shaping.userspace remove <compose project>", file=sys.stderr)
+        return 2
+    remove_chain(Executor(), None, chain_name(argv[1]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
