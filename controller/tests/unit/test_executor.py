@@ -1,14 +1,11 @@
 """The executor's kept `tc -batch` (TcBatch) against the real tc binary, in the test's own namespace:
 commands that only read or that fail, so nothing of the host changes."""
 
-import shutil
 import subprocess
 
 import pytest
 
 from laglab.executor import CommandError, Executor, TcBatch
-
-pytestmark = pytest.mark.skipif(shutil.which("tc") is None, reason="iproute2's tc is not installed")
 
 SHOW = ["tc", "qdisc", "show", "dev", "lo"]
 MISSING = ["tc", "qdisc", "replace", "dev", "laglab-none0", "root", "handle", "1:", "htb"]
