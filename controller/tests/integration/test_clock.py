@@ -24,13 +24,21 @@ def lag_window(api, seconds: float) -> list[dict]:
 
 
 def settled(api, lag_at_least: float = 0.0):
-    """Replication flowing again after a restart: a second of ok samples, every one at the link's lag."""
+    """Replication flowing again after a restart, at a steady lag: two seconds of ok samples, every one
+    at least the link's lag and all within 0.1 s of each other. After a restart the replica first
+    catches up a backlog (seconds of lag, falling): that is not the link's lag and must not be sampled."""
 
-    def ok():
-        samples = api.get("/api/lag?seconds=1").json()["samples"]
-        return len(samples) >= 5 and all(s["status"] == "ok" and s["lag_seconds"] >= lag_at_least for s in samples)
+    def steady():
+        samples = api.get("/api/lag?seconds=2").json()["samples"]
+        lags = [s["lag_seconds"] for s in samples if s["status"] == "ok" and s["lag_seconds"] is not None]
+        return (
+            len(samples) >= 10
+            and len(lags) == len(samples)
+            and min(lags) >= lag_at_least
+            and max(lags) - min(lags) <= 0.1
+        )
 
-    wait_until(ok, 120, 0.5, "replication to flow with ok lag samples")
+    wait_until(steady, 120, 0.5, "replication to flow at a steady lag (ok samples within 0.1 s for 2 s)")
 
 
 def test_lag_does_not_move_with_the_servers_clocks(api, compose, tmp_path):
