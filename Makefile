@@ -35,7 +35,7 @@ test-integration: venv up
 	scripts/test integration
 
 lint: venv
-	cd controller && ../$(VENV)/bin/ruff check . $(addprefix ../scripts/,bench-startup bench-shaping bench-memory lag-now run) && ../$(VENV)/bin/ruff format --check . $(addprefix ../scripts/,bench-startup bench-shaping bench-memory lag-now run)
+	cd controller && ../$(VENV)/bin/ruff check . $(addprefix ../scripts/,bench-startup bench-shaping bench-memory) && ../$(VENV)/bin/ruff format --check . $(addprefix ../scripts/,bench-startup bench-shaping bench-memory)
 
 format: venv
 	cd controller && ../$(VENV)/bin/ruff format . && ../$(VENV)/bin/ruff check --fix .
@@ -44,20 +44,20 @@ SCENARIO ?=
 RUN ?=
 run: venv ## run a scenario: make run SCENARIO=scenarios/<name>.yaml [QUICK=1] [PLAN=1]
 	@test -n "$(SCENARIO)" || { echo "usage: make run SCENARIO=scenarios/<name>.yaml [QUICK=1] [PLAN=1]"; exit 2; }
-	$(PY) scripts/run $(SCENARIO) $(if $(QUICK),--quick) $(if $(PLAN),--plan)
+	./laglab run $(SCENARIO) $(if $(QUICK),--quick) $(if $(PLAN),--plan)
 
 report: venv ## rebuild plots and report.md of a run from its files: make report RUN=results/<run>
 	@test -n "$(RUN)" || { echo "usage: make report RUN=results/<run>"; exit 2; }
-	cd controller && ../$(PY) -m laglab.scenarios.report $(abspath $(RUN))
+	./laglab report $(RUN)
 
 clean-results: ## remove the *-live folders of earlier controller starts (runs and benchmarks are kept)
 	@ls -d results/*-live 2>/dev/null | sort | head -n -1 | xargs -r rm -rf
 
-consistency: ## wait for the target to catch up, then compare every lab table
-	@scripts/api GET /api/consistency
+consistency: venv ## wait for the target to catch up, then compare every lab table (laglab consistency)
+	@./laglab consistency
 
-lag: ## latest lag sample
-	@scripts/api GET '/api/lag?seconds=0'
+lag: venv ## latest lag sample (laglab lag)
+	@./laglab lag
 
 ps:
 	@source scripts/env.sh && compose ps

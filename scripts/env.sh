@@ -13,7 +13,7 @@ command -v "$PYTHON" >/dev/null 2>&1 || die "python3 is needed on the host (3.11
 load_config() {
   local out
   out=$(PYTHONPATH="$ROOT/controller" "$PYTHON" -m laglab.config check --env-file "$ENV_FILE" "$@") || exit 2
-  # Exported, every one: the scripts and tools started from here (lag-now, run, bench-*, compose)
+  # Exported, every one: the scripts and tools started from here (./laglab, bench-*, compose)
   # must see what .env says, LAB_API_TOKEN included, and which env file that was.
   set -a
   eval "$out"

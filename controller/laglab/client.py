@@ -1,16 +1,12 @@
-"""The controller's API in Python, for the lab's scripts and tests: where the controller is and its
-token come from the environment and the env file (LAGLAB_ENV_FILE, default .env), handled here once.
-
-    python -m laglab.client METHOD PATH [JSON]      (scripts/api; pretty-prints the answer)
-
-Standard library only: scripts/lag-now runs it with the host's python3 before any venv exists.
+"""The controller's API in Python, for the laglab command (laglab.cli), the benchmarks and the tests:
+where the controller is and its token come from the environment and the env file (LAGLAB_ENV_FILE,
+default .env), handled here once. Standard library only.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import sys
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
@@ -94,24 +90,3 @@ class Client:
 
     def delete(self, path: str, **kwargs) -> Response:
         return self.request("DELETE", path, **kwargs)
-
-
-def main(argv: list[str]) -> int:
-    if len(argv) not in (2, 3):
-        print("usage: python -m laglab.client METHOD PATH [JSON]", file=sys.stderr)
-        return 2
-    body = json.loads(argv[2]) if len(argv) == 3 else None
-    try:
-        answer = Client.from_env().request(argv[0].upper(), argv[1], json_body=body)
-    except (OSError, config.ConfigError) as error:
-        print(f"laglab: error: the controller cannot be reached: {error}", file=sys.stderr)
-        return 1
-    try:
-        print(json.dumps(answer.json(), indent=2))
-    except ValueError:
-        print(answer.text)
-    return 0 if answer.ok else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

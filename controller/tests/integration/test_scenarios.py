@@ -1,4 +1,4 @@
-"""The shipped scenarios, --quick, end to end through scripts/run (as a user runs them); assertions
+"""The shipped scenarios, --quick, end to end through `laglab run` (as a user runs them); assertions
 on the results bundle the run leaves."""
 
 import json
@@ -11,10 +11,10 @@ from .conftest import ROOT
 
 
 def run_scenario(name) -> tuple[subprocess.CompletedProcess, dict, str]:
-    """A shipped scenario by name, or any scenario file by its path, --quick, through scripts/run."""
+    """A shipped scenario by name, or any scenario file by its path, --quick, through `laglab run`."""
     scenario = str(name) if isinstance(name, Path) else f"scenarios/{name}.yaml"
     done = subprocess.run(
-        [str(ROOT / ".venv/bin/python"), str(ROOT / "scripts/run"), scenario, "--quick"],
+        [str(ROOT / "laglab"), "run", scenario, "--quick"],
         cwd=ROOT, capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     match = re.search(r"-> (results/\S+)", done.stdout)
@@ -76,7 +76,7 @@ def test_mysqlslap_point_under_delay(tmp_path):
         "load: {tool: mysqlslap, threads: 4, queries: 200}\nwarmup: 0s\n"
     )
     done = subprocess.run(
-        [str(ROOT / ".venv/bin/python"), str(ROOT / "scripts/run"), str(scenario)],
+        [str(ROOT / "laglab"), "run", str(scenario)],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -1,11 +1,10 @@
 """Defect: LAB_API_TOKEN set only in .env made `make up` fail (scripts/env.sh exported only the project
-name, so lag-now got 401), and scripts ignored LAGLAB_ENV_FILE. The scripts read both through env.sh
-and laglab.client."""
+name, so lag-now got 401), and scripts ignored LAGLAB_ENV_FILE. The scripts and the laglab command read
+both through env.sh and laglab.client."""
 
 import json
 import os
 import subprocess
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -28,7 +27,8 @@ def controller():
             if self.headers.get("Authorization") != "Bearer s3cret":
                 body, code = {"error": "Authorization: a valid token is required", "status": 401}, 401
             else:
-                body, code = {"latest": {"status": "ok", "lag_seconds": 0.012}}, 200
+                sample = {"time": "2026-11-25T18:00:00.000000Z", "epoch": 1.0, "status": "ok", "lag_seconds": 0.012}
+                body, code = {"latest": sample}, 200
             data = json.dumps(body).encode()
             self.send_response(code)
             self.send_header("Content-Type", "application/json")
@@ -67,14 +67,15 @@ def test_env_sh_exports_every_variable_of_the_env_file(tmp_path):
     assert out.stdout.split() == ["s3cret", "18080", str(path)]
 
 
-def test_lag_now_sends_the_token_of_the_env_file(controller, tmp_path):
+def test_laglab_lag_sends_the_token_of_the_env_file(controller, tmp_path):
     port, seen = controller
     path = env_file(tmp_path, port)
     out = subprocess.run(
-        [sys.executable, "scripts/lag-now"],
+        [str(ROOT / "laglab"), "lag"],
         cwd=ROOT, env=clean_env(LAGLAB_ENV_FILE=str(path)), capture_output=True, text=True, timeout=30,
     )  # fmt: skip
-    assert (out.returncode, out.stdout.strip()) == (0, "12.0 ms"), out.stderr
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[1].split()[:3] == ["18:00:00.000", "-", "12.0"]
     assert seen == ["Bearer s3cret"]
 
 

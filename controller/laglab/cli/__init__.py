@@ -1,0 +1,77 @@
+"""`laglab`: the lab from a terminal, a thin layer over the controller's REST API (laglab.client).
+
+Every command is one or a few API calls; nothing here touches Docker, the kernel or a server itself.
+Human output by default (aligned tables, units); `--json` prints the API's answers for scripts.
+
+Exit codes (the same for every command):
+  0  done
+  1  a check failed (consistency: not identical; run: an assertion failed or the run failed)
+  2  usage: a bad option or argument (click), or an invalid scenario file
+  3  the lab refused: the API answered with an error (its message is printed)
+  4  the controller cannot be reached
+
+One module per group of commands: lab.py (status, lag, consistency), shaping.py (shape, clear, show,
+preset, matrix, verify), faults.py (fault, partition, heal), load.py, runs.py (run, runs, report).
+"""
+
+from __future__ import annotations
+
+import click
+
+from .base import EXIT_CODES, Session, main_options
+from .faults import fault, heal, partition
+from .lab import consistency, lag, status
+from .load import load
+from .runs import report, run, runs
+from .shaping import clear, matrix, preset, shape, show, verify
+
+__all__ = ["EXIT_CODES", "cli", "main"]
+
+EPILOG = (
+    "Exit codes: 0 done, 1 a check failed, 2 usage, 3 the lab refused (the API's message is printed), "
+    "4 the controller cannot be reached."
+)
+
+
+@click.group(
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110},
+    epilog=EPILOG,
+)
+@main_options
+@click.pass_context
+def cli(ctx: click.Context, json_output: bool, url: str | None, token: str | None, timeout: float) -> None:
+    """laglab: shape the lab's network, watch replication lag, run scenarios.
+
+    \b
+    Examples:
+      laglab status
+      laglab shape --link mysql-source mysql-target --rtt 180ms --rate 2mbit
+      laglab lag --follow
+      laglab run scenarios/customer-example.yaml --quick
+    """
+    ctx.obj = Session(json_output=json_output, url=url, token=token, timeout=timeout)
+
+
+@cli.command()
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+def completion(shell: str) -> None:
+    """Print the shell completion script.
+
+    \b
+    Example (bash):  source <(laglab completion bash)
+    Example (zsh):   laglab completion zsh > "${fpath[1]}/_laglab"
+    """
+    from click.shell_completion import get_completion_class
+
+    completer = get_completion_class(shell)(cli, {}, "laglab", "_LAGLAB_COMPLETE")
+    click.echo(completer.source())
+
+
+for command in (status, lag, consistency, shape, clear, show, preset, matrix, verify, fault, partition, heal):
+    cli.add_command(command)
+for command in (load, run, runs, report):
+    cli.add_command(command)
+
+
+def main() -> None:
+    cli(prog_name="laglab")

@@ -1,0 +1,128 @@
+"""laglab fault, laglab partition, laglab heal: POST/GET/DELETE /api/faults and /api/partitions."""
+
+from __future__ import annotations
+
+import click
+
+from ..faults import ACTIONS
+from .base import Session, comma_list, pass_session, table
+
+
+def _fault_line(f: dict) -> str:
+    lasting = f", undone by {f['undo']} after {f['duration_seconds']:g} s" if f.get("duration_seconds") else ""
+    effect = f" (in effect after {f['effect_ms']:.0f} ms)" if f.get("effect_ms") is not None else ""
+    return f"fault {f['id']}: {f['action']} {f['service']}{effect}{lasting}"
+
+
+@click.group(invoke_without_command=True)
+@click.pass_context
+def fault(ctx: click.Context) -> None:
+    """Faults on a service's container: kill, stop, pause, restart (undone after --for, if given),
+    the list, and undo.
+
+    \b
+    Examples:
+      laglab fault kill mysql-source
+      laglab fault pause mysql-target --for 20s
+      laglab fault list
+      laglab fault undo 3
+    """
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(fault_list)
+
+
+def _action_command(action: str) -> click.Command:
+    help_text = (f"{action.capitalize()} SERVICE's container (POST /api/faults).\n\n\b\nExample:  laglab fault "
+                 f"{action} mysql-target --for 20s")  # fmt: skip
+
+    @click.command(name=action, help=help_text)
+    @click.argument("service")
+    @click.option("--for", "duration", metavar="TIME", help="Undo it after this long, e.g. 20s.")
+    @pass_session
+    def command(session: Session, service: str, duration: str | None) -> None:
+        body = {"service": service, "action": action, **({"duration": duration} if duration else {})}
+        session.emit(session.call("POST", "/api/faults", body, timeout=120), lambda f: click.echo(_fault_line(f)))
+
+    return command
+
+
+for _action in sorted(ACTIONS):
+    fault.add_command(_action_command(_action))
+
+
+@fault.command(name="list")
+@pass_session
+def fault_list(session: Session) -> None:
+    """Active and recent faults.
+
+    \b
+    Example:  laglab fault list
+    """
+
+    def human(body: dict) -> None:
+        rows = [(f["id"], f["service"], f["action"], "active" if f["active"] else "over", f["asked"][11:19], f.get("undone"))
+                for f in body["active"] + body["recent"]]  # fmt: skip
+        table(("id", "service", "action", "state", "asked", "undone"), rows)
+
+    session.emit(session.call("GET", "/api/faults"), human)
+
+
+@fault.command()
+@click.argument("fault_id")
+@pass_session
+def undo(session: Session, fault_id: str) -> None:
+    """Undo an active fault now.
+
+    \b
+    Example:  laglab fault undo 3
+    """
+    session.emit(session.call("DELETE", f"/api/faults/{fault_id}", timeout=120), lambda f: click.echo("undone: " + _fault_line(f)))  # fmt: skip
+
+
+class _GroupsAroundDashes(click.Command):
+    """`A,B -- C --for 60s`: a `--` between the two groups is a separator, and options may follow it."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if "--" in args:
+            args = args[: args.index("--")] + args[args.index("--") + 1 :]
+        return super().parse_args(ctx, args)
+
+
+@click.command(cls=_GroupsAroundDashes)
+@click.argument("group_a", metavar="A[,A...]")
+@click.argument("group_b", metavar="B[,B...]")
+@click.option("--oneway", is_flag=True, help="Only A -> B is cut; B still reaches A.")
+@click.option("--for", "duration", metavar="TIME", help="Heal by itself after this long, e.g. 60s.")
+@pass_session
+def partition(session: Session, group_a: str, group_b: str, oneway: bool, duration: str | None) -> None:
+    """Cut every link between two groups of services.
+
+    \b
+    Examples:
+      laglab partition mysql-source -- mysql-target --for 60s
+      laglab partition gr-node1,gr-node2 gr-node3 --oneway
+    """
+    body = {"a": comma_list(group_a), "b": comma_list(group_b), "oneway": oneway, **({"duration": duration} if duration else {})}  # fmt: skip
+
+    def human(p: dict) -> None:
+        arrow = "->" if p["oneway"] else "<->"
+        heals = f", heals in {p['expires_in']}" if p.get("expires_in") else ""
+        click.echo(f"partition {p['id']}: {','.join(p['a'])} {arrow} {','.join(p['b'])} cut{heals}")
+
+    session.emit(session.call("POST", "/api/partitions", body), human)
+
+
+@click.command()
+@click.argument("partition_id", required=False)
+@pass_session
+def heal(session: Session, partition_id: str | None) -> None:
+    """Heal every partition, or one.
+
+    \b
+    Examples:
+      laglab heal
+      laglab heal 2
+    """
+    session.call("DELETE", "/api/partitions" + (f"/{partition_id}" if partition_id else ""))
+    what = f"partition {partition_id}" if partition_id else "every partition"
+    session.emit({"healed": partition_id or "all"}, lambda _: click.echo(f"healed {what}"))

@@ -1,0 +1,154 @@
+"""laglab run, laglab runs, laglab report: scenarios through POST/GET/DELETE /api/runs."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+from ..scenarios import words
+from ..scenarios.spec import Plan, ScenarioError, describe_point, load_file
+from ..shaping.params import format_time
+from .base import Failure, Session, check_failed, pass_session, refused, table
+
+
+def clock(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 60}:{seconds % 60:02d}"
+
+
+def plan_lines(plan: Plan) -> list[str]:
+    """The expanded points, each in words, with its link, load and timeline: what --plan prints."""
+    lines = []
+    for point in plan.points:
+        s = point.scenario
+        if s.link.matrix is not None:
+            where = "matrix " + ", ".join(f"{a}-{b} {v['rtt']}" for (a, b), v in s.link.matrix.link_settings().items())
+        else:
+            where = f"link rtt={format_time(s.link.rtt)} rate={s.link.rate or '-'}"
+        if s.cluster is not None:
+            delay = (
+                where if s.link.matrix is not None else f"node {s.cluster.delayed_node} +{format_time(s.cluster.delay)}"
+            )
+            lines.append(f"  {point.index + 1:>2}. {describe_point(point):40} {s.replicator.kind}: {delay}, {s.load.tool} on node "
+                         f"{s.cluster.write_node}, threads={s.load.threads}, queries={s.load.queries}")  # fmt: skip
+        else:
+            lines.append(f"  {point.index + 1:>2}. {describe_point(point):40} {where}  load {s.load.script} "
+                         f"threads={s.load.threads} rate={s.load.rate or 'max'} for {format_time(s.load.duration)}")  # fmt: skip
+        for number, step in enumerate(s.timeline, start=1):
+            times = step.occurrences(s.load.duration)
+            repeat = f" x{len(times)} every {format_time(step.every)}" if step.every else ""
+            lasting = f" for {format_time(step.duration)}" if step.duration else ""
+            lines.append(f"        timeline {number}: at {format_time(step.at)}{repeat}{lasting}: {step.action}")
+    return lines
+
+
+def summary_lines(run: dict) -> list[str]:
+    lines = [f"{run['status']}{': ' + run['reason'] if run['reason'] else ''} - report: {run['results']}/report.md"]
+    for point in run.get("summary") or []:
+        verdict = "pass" if point["passed"] else "FAIL"
+        if "cluster" in point:
+            lines.append(f"  {point['point']:>2}. {words.params(point['params'])} {point['load_seconds']} s, QPS {point['qps']}: {verdict}")  # fmt: skip
+            continue
+        lines.append(f"  {point['point']:>2}. {words.params(point['params'])} max lag {point['max_lag_seconds']} s, p95 {point['p95_lag_seconds']} s, "
+                     f"slope {point['lag_slope']}, TPS {point['tps']}, link {point['link_mbit']} Mbit/s: {verdict}")  # fmt: skip
+    for failed in run.get("cleanup_errors") or []:
+        repair = f" - repair: {failed['repair']}" if failed.get("repair") else ""
+        lines.append(f"  cleanup step {failed['step']} failed: {failed['error']}{repair}")
+    if run.get("identical") is False:
+        lines.append("  consistency: the target differs from the source (something was lost): see the report")
+    return lines
+
+
+@click.command()
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--quick", is_flag=True, help="The scenario's `quick` overrides (CI-sized).")
+@click.option("--plan", "plan_only", is_flag=True, help="Print the expanded points and the ETA; run nothing.")
+@pass_session
+def run(session: Session, file: Path, quick: bool, plan_only: bool) -> None:
+    """Run a scenario and follow it to the end (progress and ETA); Ctrl-C interrupts it, and the
+    controller clears shaping, stops the load and keeps partial results.
+
+    Exit 1 when the run failed or was interrupted, an assertion or verification failed, or the target
+    differs from the source after it; 2 when the file is not a valid scenario.
+
+    \b
+    Examples:
+      laglab run scenarios/customer-example.yaml --plan
+      laglab run scenarios/customer-example.yaml --quick
+    """
+    try:
+        plan = load_file(file, quick=quick)
+    except (ScenarioError, OSError) as error:
+        raise Failure(f"{file}: {error}", "usage") from error
+    if not session.json_output:
+        click.echo(f"{plan.scenario.name}: {len(plan.points)} point(s), ETA {clock(plan.eta_seconds())}{' (quick)' if quick else ''}")  # fmt: skip
+        for line in plan_lines(plan):
+            click.echo(line)
+    if plan_only:
+        if session.json_output:
+            session.emit({"scenario": plan.scenario.name, "points": [describe_point(p) for p in plan.points], "eta_seconds": plan.eta_seconds()}, None)  # fmt: skip
+        return
+    answer = session.request("POST", "/api/runs", {"scenario": file.read_text(), "quick": quick}, timeout=30)
+    if answer.status_code == 400:
+        raise Failure(answer.error, "usage")
+    if not answer.ok:
+        raise refused(f"POST /api/runs: {answer.error} ({answer.status_code})")
+    current = answer.json()
+    if not session.json_output:
+        click.echo(f"run {current['id']} -> {current['results']}")
+    last = None
+    try:
+        while current["step"] != "done":
+            time.sleep(1)
+            current = session.call("GET", f"/api/runs/{current['id']}")
+            line = f"point {current['point'] or '-'}/{current['points']}: {current['step']}"
+            if line != last and not session.json_output:
+                click.echo(f"[{clock(current['elapsed_seconds'])} elapsed, ETA {clock(current['eta_seconds'])}] {line}")
+            last = line
+    except KeyboardInterrupt:
+        click.echo("\ninterrupting: the controller cleans up and keeps partial results ...", err=True)
+        session.call("DELETE", f"/api/runs/{current['id']}")
+        while current["step"] != "done":
+            time.sleep(1)
+            current = session.call("GET", f"/api/runs/{current['id']}")
+    session.emit(current, lambda r: [click.echo(line) for line in summary_lines(r)])
+    if current["status"] != "completed":
+        raise check_failed(f"run {current['id']} {current['status']}")
+    if not all(p["passed"] for p in current["summary"] or []) or current.get("identical") is False:
+        raise check_failed(f"run {current['id']}: a check failed (above)")
+
+
+@click.command()
+@pass_session
+def runs(session: Session) -> None:
+    """This controller's scenario runs, newest last.
+
+    \b
+    Example:  laglab runs
+    """
+    body = session.call("GET", "/api/runs")["runs"]
+    session.emit(body, lambda rs: table(
+        ("id", "status", "points", "step", "elapsed", "results"),
+        [(r["id"], r["status"], f"{r['point'] or '-'}/{r['points']}", r["step"], clock(r["elapsed_seconds"]), r["results"]) for r in rs],
+    ))  # fmt: skip
+
+
+@click.command()
+@click.argument("run_dir", metavar="RUN", type=click.Path(exists=True, file_okay=False, path_type=Path))
+def report(run_dir: Path) -> None:
+    """Rebuild a run's plots and report.md from its files (results/<run>/); needs no lab.
+
+    \b
+    Example:  laglab report results/20261125T120000Z-customer-example
+    """
+    from ..scenarios import report as reports
+
+    if not (run_dir / "summary.json").exists():
+        raise Failure(f"{run_dir}: no summary.json (a run's folder under results/)", "usage")
+    try:
+        path = reports.render(run_dir.resolve())
+    except (OSError, ValueError, KeyError) as error:
+        raise Failure(f"{run_dir}: {error}", "usage") from error
+    click.echo(f"report: {path}")

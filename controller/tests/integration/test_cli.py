@@ -1,0 +1,78 @@
+"""`laglab`, the command at the repository's root, on the running lab as a user calls it: a link shaped
+with --link/--rtt is measured by ping inside the lab (laglab verify) at the asked round trip, and cleared
+back; status, lag, a partition healed, consistency, a scenario's plan, and the exit codes."""
+
+import json
+import subprocess
+
+from .conftest import ROOT, wait_until
+
+
+def laglab(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([str(ROOT / "laglab"), *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def rtt_ms(a: str, b: str) -> float:
+    done = laglab("--json", "verify", a, b, "--rtt-only", "--count", "20")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)["measured"]["rtt"]["median_ms"]
+
+
+def test_shape_a_link_by_its_round_trip_then_clear_it(api):
+    try:
+        done = laglab("shape", "--link", "mysql-source", "mysql-target", "--rtt", "120ms")
+        assert done.returncode == 0, done.stderr
+        assert "mysql-source: delay 60 ms to mysql-target (egress)" in done.stdout
+        assert 115 <= rtt_ms("mysql-source", "mysql-target") <= 135
+        shown = json.loads(laglab("--json", "show").stdout)
+        desired = {s["service"]: s["desired"] for s in shown["shaping"] if s["desired"]}
+        assert desired == {
+            "mysql-source": [{"delay": "60ms", "peer": "mysql-target", "direction": "egress"}],
+            "mysql-target": [{"delay": "60ms", "peer": "mysql-source", "direction": "egress"}],
+        }
+        assert "60 ms" in laglab("show").stdout
+    finally:
+        assert laglab("clear").returncode == 0
+    assert rtt_ms("mysql-source", "mysql-target") < 10
+    assert all(not s["desired"] for s in api.get("/api/shaping").json()["shaping"])
+
+
+def test_status_and_lag(api):
+    status = laglab("status")
+    assert status.returncode == 0, status.stderr
+    for service in ("mysql-source", "mysql-target", "loadgen", "controller"):
+        assert service in status.stdout
+    lag = wait_until(lambda: (d := laglab("lag")).returncode == 0 and d, 30, 0.5, "laglab lag to exit 0")
+    assert "mysql-target" in lag.stdout and " ok" in lag.stdout
+    sample = json.loads(laglab("--json", "lag").stdout)
+    assert sample["status"] == "ok" and sample["lag_seconds"] is not None
+
+
+def test_partition_then_heal(api):
+    done = laglab("partition", "mysql-source", "--", "mysql-target", "--oneway", "--for", "5m")
+    try:
+        assert done.returncode == 0, done.stderr
+        (partition,) = api.get("/api/partitions").json()["partitions"]
+        assert partition["a"] == ["mysql-source"] and partition["b"] == ["mysql-target"] and partition["oneway"]
+    finally:
+        assert laglab("heal").returncode == 0
+    assert api.get("/api/partitions").json()["partitions"] == []
+
+
+def test_consistency_and_a_scenarios_plan(api):
+    done = laglab("consistency")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.rstrip().endswith("identical")
+    plan = laglab("run", "scenarios/replication-latency-sweep.yaml", "--plan", "--quick")
+    assert plan.returncode == 0, plan.stderr
+    assert "point(s), ETA" in plan.stdout and "1. " in plan.stdout
+
+
+def test_exit_codes(api):
+    refused = laglab("shape", "nosuch", "--delay", "1ms")
+    assert refused.returncode == 3
+    assert refused.stderr.startswith("laglab: error: PUT /api/shaping/nosuch: service: no service 'nosuch'")
+    assert laglab("shape", "--delay", "1ms").returncode == 2
+    assert laglab("--url", "http://127.0.0.1:9", "status").returncode == 4
+    invalid = laglab("run", "README.md", "--plan")
+    assert invalid.returncode == 2 and invalid.stderr.startswith("laglab: error: README.md")

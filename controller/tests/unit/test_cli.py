@@ -1,0 +1,250 @@
+"""The `laglab` command against a stand-in controller over HTTP: the exact API calls each command makes,
+and what it does with the API's answers (tables, --json, one-line errors, exit codes). The stand-in
+answers as the controller does, errors included ({"error", "status"}: tests/unit/test_api.py checks the
+real one's). The command against the real lab: tests/integration/test_cli.py."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from laglab.api import models
+from laglab.cli import cli
+from laglab.cli.base import EXIT_CODES
+
+SAMPLE = {"time": "2026-11-25T18:00:00.123456Z", "epoch": 1.0, "status": "ok", "reason": None, "replica": "mysql-target",
+          "lag_seconds": 0.25, "lag_error_seconds": 0.001, "applier_lag_seconds": 0.002, "transit_seconds": 0.1,
+          "io_running": "Yes", "sql_running": "Yes"}  # fmt: skip
+
+
+class Controller:
+    """Records every request; answers from `routes` ("METHOD /path" -> (status, body)), else 404 as the
+    controller does for an unknown route."""
+
+    def __init__(self):
+        self.requests: list[tuple[str, str, object]] = []
+        self.routes: dict[str, tuple[int, object]] = {}
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length)) if length else None
+                outer.requests.append((self.command, self.path, body))
+                key = f"{self.command} {self.path.split('?')[0]}"
+                code, answer = outer.routes.get(key, (404, {"error": f"no route {self.path}", "status": 404}))
+                data = b"" if code == 204 else json.dumps(answer).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_PUT = do_POST = do_DELETE = _answer
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def answer(self, route: str, body=None, status: int = 200) -> None:
+        self.routes[route] = (status, body)
+
+
+@pytest.fixture
+def controller():
+    c = Controller()
+    yield c
+    c.server.shutdown()
+    c.server.server_close()
+
+
+def laglab(controller, *args):
+    return CliRunner().invoke(cli, ["--url", controller.url, "--token", "", *args], catch_exceptions=False)
+
+
+def shaping_answer(service, peer):
+    return {
+        "service": service,
+        "backend": "userspace",
+        "desired": [{"delay": "90ms", "peer": peer, "direction": "egress"}],
+    }
+
+
+def test_shape_link_sets_both_directions_with_half_the_round_trip(controller):
+    controller.answer("PUT /api/shaping/mysql-source", shaping_answer("mysql-source", "mysql-target"))
+    controller.answer("PUT /api/shaping/mysql-target", shaping_answer("mysql-target", "mysql-source"))
+    result = laglab(controller, "shape", "--link", "mysql-source", "mysql-target", "--rtt", "180ms", "--jitter", "10ms",
+                    "--rate", "2mbit", "--loss", "1%", "--for", "60s")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    common = {"delay": "90ms", "jitter": "5ms", "rate": "2mbit", "loss": "1%", "duration": "60s"}
+    assert controller.requests == [
+        ("PUT", "/api/shaping/mysql-source", {**common, "peer": "mysql-target"}),
+        ("PUT", "/api/shaping/mysql-target", {**common, "peer": "mysql-source"}),
+    ]
+    assert "mysql-source: delay 90 ms to mysql-target (egress)" in result.output
+
+
+def test_shape_sends_every_field_as_written(controller):
+    controller.answer("PUT /api/shaping/loadgen", shaping_answer("loadgen", None))
+    result = laglab(controller, "shape", "loadgen", "--peer", "mysql-source", "--direction", "both", "--delay", "20ms",
+                    "--jitter", "2ms", "--distribution", "normal", "--correlation", "25%", "--gemodel", "1%,20%",
+                    "--duplicate", "0.1%", "--corrupt", "0.2%", "--reorder", "5%", "--gap", "3")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert controller.requests == [("PUT", "/api/shaping/loadgen", {
+        "delay": "20ms", "jitter": "2ms", "distribution": "normal", "correlation": "25%", "duplicate": "0.1%",
+        "corrupt": "0.2%", "reorder": "5%", "gap": 3, "gemodel": {"p": "1%", "r": "20%"}, "peer": "mysql-source",
+        "direction": "both"})]  # fmt: skip
+
+
+def test_shape_has_an_option_for_every_field_of_the_api():
+    fields = {f.alias or name for name, f in models.ShapingBody.model_fields.items()}
+    options = {opt.lstrip("-") for p in cli.commands["shape"].params for opt in p.opts}
+    assert fields - options == {"duration"}  # spelled --for, as tcset and pumba do
+    assert "for" in options
+
+
+def test_the_api_refusing_is_exit_3_with_its_message_on_one_line(controller):
+    controller.answer(
+        "PUT /api/shaping/nosuch", {"error": "service: no service 'nosuch' in this lab", "status": 404}, 404
+    )
+    result = CliRunner().invoke(cli, ["--url", controller.url, "shape", "nosuch", "--delay", "1ms"])
+    assert result.exit_code == EXIT_CODES["refused"] == 3
+    assert result.stderr == "laglab: error: PUT /api/shaping/nosuch: service: no service 'nosuch' in this lab (404)\n"
+
+
+def test_an_unreachable_controller_is_exit_4():
+    result = CliRunner().invoke(cli, ["--url", "http://127.0.0.1:9", "status"])
+    assert result.exit_code == 4
+    assert result.stderr.startswith("laglab: error: the controller at http://127.0.0.1:9 cannot be reached")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["shape", "--delay", "1ms"], ["shape", "a", "--rtt", "10ms"], ["shape", "--link", "a", "b", "--rtt", "10ms", "--delay", "1ms"],
+     ["clear", "--peer", "b"], ["lag", "--nosuch"], ["fault", "explode", "x"]],
+)  # fmt: skip
+def test_usage_errors_are_exit_2_and_touch_nothing(controller, args):
+    result = laglab(controller, *args)
+    assert result.exit_code == 2, result.output
+    assert controller.requests == []
+
+
+def test_clear_heal_and_undo_call_the_deletes(controller):
+    for route in (
+        "DELETE /api/shaping",
+        "DELETE /api/shaping/mysql-source",
+        "DELETE /api/partitions",
+        "DELETE /api/partitions/p2",
+    ):
+        controller.answer(route, None, 204)
+    controller.answer("DELETE /api/faults/3", {"id": "3", "service": "x", "action": "pause", "duration_seconds": None, "effect_ms": 5.0})  # fmt: skip
+    for args in (
+        ["clear"],
+        ["clear", "mysql-source", "--peer", "mysql-target"],
+        ["heal"],
+        ["heal", "p2"],
+        ["fault", "undo", "3"],
+    ):
+        assert laglab(controller, *args).exit_code == 0
+    assert [(m, p) for m, p, _ in controller.requests] == [
+        ("DELETE", "/api/shaping"), ("DELETE", "/api/shaping/mysql-source?peer=mysql-target"), ("DELETE", "/api/partitions"),
+        ("DELETE", "/api/partitions/p2"), ("DELETE", "/api/faults/3")]  # fmt: skip
+
+
+def test_partition_takes_two_comma_lists_around_a_double_dash(controller):
+    controller.answer("POST /api/partitions", {"id": "p1", "a": ["gr-node1", "gr-node2"], "b": ["gr-node3"], "oneway": True, "expires_in": "60s"}, 201)  # fmt: skip
+    result = laglab(controller, "partition", "gr-node1,gr-node2", "--", "gr-node3", "--oneway", "--for", "60s")
+    assert result.exit_code == 0, result.output
+    assert controller.requests == [("POST", "/api/partitions", {"a": ["gr-node1", "gr-node2"], "b": ["gr-node3"], "oneway": True, "duration": "60s"})]  # fmt: skip
+    assert result.output == "partition p1: gr-node1,gr-node2 -> gr-node3 cut, heals in 60s\n"
+
+
+def test_fault_actions_are_the_controllers(controller):
+    controller.answer("POST /api/faults", {"id": "1", "service": "mysql-source", "action": "kill", "duration_seconds": 20.0, "effect_ms": 41.0, "undo": "start"}, 201)  # fmt: skip
+    result = laglab(controller, "fault", "kill", "mysql-source", "--for", "20s")
+    assert result.exit_code == 0, result.output
+    assert controller.requests == [
+        ("POST", "/api/faults", {"service": "mysql-source", "action": "kill", "duration": "20s"})
+    ]
+    assert "undone by start after 20 s" in result.output
+    from laglab.faults import ACTIONS
+
+    assert set(cli.commands["fault"].commands) == {*ACTIONS, "list", "undo"}
+
+
+def test_preset_applies_its_round_trip_and_each_sides_rate(controller):
+    controller.answer(
+        "GET /api/presets", {"presets": {"dsl": {"rtt": "40ms", "up": "1mbit", "down": "8mbit", "table": "access"}}}
+    )
+    controller.answer("PUT /api/shaping/loadgen", shaping_answer("loadgen", "mysql-source"))
+    controller.answer("PUT /api/shaping/mysql-source", shaping_answer("mysql-source", "loadgen"))
+    assert laglab(controller, "preset", "dsl", "--link", "loadgen", "mysql-source").exit_code == 0
+    assert controller.requests[1:] == [
+        ("PUT", "/api/shaping/loadgen", {"delay": "20ms", "rate": "1mbit", "peer": "mysql-source"}),
+        ("PUT", "/api/shaping/mysql-source", {"delay": "20ms", "rate": "8mbit", "peer": "loadgen"}),
+    ]
+    result = laglab(controller, "preset", "nosuch", "--link", "a", "b")
+    assert result.exit_code == 3
+
+
+def test_lag_prints_a_table_and_json(controller):
+    controller.answer("GET /api/lag", {"latest": SAMPLE})
+    result = laglab(controller, "lag")
+    assert result.exit_code == 0
+    header, row = result.output.splitlines()
+    assert header.split()[:4] == ["time", "(UTC)", "replica", "lag"]
+    assert row.split()[:4] == ["18:00:00.123", "mysql-target", "250.0", "ms"]
+    assert controller.requests[0][1] == "/api/lag?seconds=0"
+    as_json = laglab(controller, "--json", "lag", "--replica", "gr-node2")
+    assert json.loads(as_json.output) == SAMPLE
+    assert controller.requests[1][1] == "/api/lag?seconds=0&replica=gr-node2"
+
+
+def test_lag_is_a_failed_check_while_replication_does_not_flow(controller):
+    controller.answer(
+        "GET /api/lag", {"latest": {**SAMPLE, "status": "gap", "reason": "target unreachable", "lag_seconds": None}}
+    )
+    result = laglab(controller, "lag")
+    assert result.exit_code == 1
+    assert "target unreachable" in result.output
+
+
+def test_consistency_not_identical_is_exit_1(controller):
+    body = {"identical": False, "flavor": "mysql", "gtid": {}, "differences": ["sbtest1: checksum differs"],
+            "tables": [{"table": "sbtest1", "source": {"rows": 10}, "target": {"rows": 9}, "identical": False}]}  # fmt: skip
+    controller.answer("GET /api/consistency", body)
+    result = laglab(controller, "consistency", "--timeout", "5")
+    assert result.exit_code == 1
+    assert "NOT identical" in result.output
+    assert controller.requests == [("GET", "/api/consistency?timeout=5", None)]
+    controller.answer("GET /api/consistency", {**body, "identical": True, "differences": []})
+    assert laglab(controller, "consistency").exit_code == 0
+
+
+def test_every_command_has_help_with_an_example():
+    def walk(group: click.Group, prefix: tuple[str, ...] = ()):
+        for name, command in group.commands.items():
+            yield (*prefix, name), command
+            if isinstance(command, click.Group):
+                yield from walk(command, (*prefix, name))
+
+    for path, _command in walk(cli):
+        result = CliRunner().invoke(cli, [*path, "--help"])
+        assert result.exit_code == 0, path
+        assert "Example" in result.output, f"laglab {' '.join(path)} --help has no example"
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh"])
+def test_completion_scripts(shell):
+    result = CliRunner().invoke(cli, ["completion", shell])
+    assert result.exit_code == 0
+    assert "_LAGLAB_COMPLETE" in result.output
+    assert f"{shell}_complete" in result.output
