@@ -24,21 +24,28 @@ def lag_window(api, seconds: float) -> list[dict]:
 
 
 def settled(api, lag_at_least: float = 0.0):
-    """Replication flowing again after a restart, at a steady lag: two seconds of ok samples, every one
-    at least the link's lag and all within 0.1 s of each other. After a restart the replica first
-    catches up a backlog (seconds of lag, falling): that is not the link's lag and must not be sampled."""
+    """Replication flowing again after a restart and caught up: two seconds of ok samples, every one at
+    least the link's lag and none over 1.5 s. After a restart the replica first catches up a backlog
+    (seconds of lag, falling: 12 s in one CI run): that is not the link's lag and must not be sampled.
+    (Not a spread: with the servers' clocks faked the samples of a 200 ms link spread 0.16-0.78 s.)"""
+
+    seen: list = []
 
     def steady():
         samples = api.get("/api/lag?seconds=2").json()["samples"]
         lags = [s["lag_seconds"] for s in samples if s["status"] == "ok" and s["lag_seconds"] is not None]
+        seen[:] = [(s["status"], s["lag_seconds"]) for s in samples[-5:]]
         return (
             len(samples) >= 10
             and len(lags) == len(samples)
             and min(lags) >= lag_at_least
-            and max(lags) - min(lags) <= 0.1
+            and max(lags) <= 1.5
         )
 
-    wait_until(steady, 120, 0.5, "replication to flow at a steady lag (ok samples within 0.1 s for 2 s)")
+    try:
+        wait_until(steady, 120, 0.5, "replication to flow, caught up (ok samples under 1.5 s for 2 s)")
+    except AssertionError as error:
+        raise AssertionError(f"{error}; the last samples: {seen}") from None
 
 
 def test_lag_does_not_move_with_the_servers_clocks(api, compose, tmp_path):
