@@ -49,7 +49,7 @@ def test_status_and_lag(api):
 
 
 def test_partition_then_heal(api):
-    done = laglab("partition", "mysql-source", "--", "mysql-target", "--oneway", "--for", "5m")
+    done = laglab("partition", "mysql-source", "--", "mysql-target", "--oneway", "--for", "300s")
     try:
         assert done.returncode == 0, done.stderr
         (partition,) = api.get("/api/partitions").json()["partitions"]
