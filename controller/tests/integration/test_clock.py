@@ -35,12 +35,7 @@ def settled(api, lag_at_least: float = 0.0):
         samples = api.get("/api/lag?seconds=2").json()["samples"]
         lags = [s["lag_seconds"] for s in samples if s["status"] == "ok" and s["lag_seconds"] is not None]
         seen[:] = [(s["status"], s["lag_seconds"]) for s in samples[-5:]]
-        return (
-            len(samples) >= 10
-            and len(lags) == len(samples)
-            and min(lags) >= lag_at_least
-            and max(lags) <= 1.5
-        )
+        return len(samples) >= 10 and len(lags) == len(samples) and min(lags) >= lag_at_least and max(lags) <= 1.5
 
     try:
         wait_until(steady, 120, 0.5, "replication to flow, caught up (ok samples under 1.5 s for 2 s)")
