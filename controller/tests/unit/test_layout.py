@@ -1,4 +1,4 @@
-"""Claims the README's Layout section makes about the code, checked (issue #22)."""
+"""Claims the Layout section (docs/architecture.md) makes about the code, checked (issue #22)."""
 
 import re
 from pathlib import Path
