@@ -76,3 +76,19 @@ def test_exit_codes(api):
     assert laglab("--url", "http://127.0.0.1:9", "status").returncode == 4
     invalid = laglab("run", "README.md", "--plan")
     assert invalid.returncode == 2 and invalid.stderr.startswith("laglab: error: README.md")
+
+
+def test_a_fault_with_a_duration_is_undone_by_itself(api):
+    done = laglab("--json", "fault", "pause", "loadgen", "--for", "2s")
+    assert done.returncode == 0, done.stderr
+    fault = json.loads(done.stdout)
+    assert (fault["service"], fault["action"], fault["undo"]) == ("loadgen", "pause", "unpause")
+    listed = laglab("fault", "list")
+    assert listed.returncode == 0 and "loadgen" in listed.stdout and "pause" in listed.stdout
+
+    def undone():
+        recent = api.get("/api/faults").json()["recent"]
+        return any(f["id"] == fault["id"] and f["undone"] for f in recent)
+
+    wait_until(undone, 30, 0.2, "the pause to be undone after 2 s")
+    assert "loadgen" in laglab("status").stdout
