@@ -83,6 +83,23 @@ async function pollEvents() {
   while (state.markers.length && state.markers[0].epoch < state.lastEpoch - WINDOW) state.markers.shift();
 }
 
+// Events on the lag chart: a group is every marker within `gap` pixels of the group's first one.
+const MARKER_GAP = 24;
+function groupMarkers(markers, x, gap) {
+  const groups = [];
+  for (const mk of [...markers].sort((a, b) => a.epoch - b.epoch)) {
+    const px = x(mk.epoch), open = groups[groups.length - 1];
+    if (open && px - open.x < gap) open.markers.push(mk);
+    else groups.push({ x: px, markers: [mk] });
+  }
+  return groups;
+}
+// The chart's tooltip: every event of the marker group under the pointer (within half a gap).
+function markerDetails(groups, px) {
+  const near = groups.filter(grp => px >= grp.x - MARKER_GAP / 2 && px <= grp.x + MARKER_GAP);
+  return near.flatMap(grp => grp.markers).map(mk => `${mk.time.slice(11, 19)} ${mk.text}`).join("\n");
+}
+
 function draw() {
   const c = document.getElementById("lag-chart"), g = c.getContext("2d");
   const W = c.width, H = c.height, L = 55, R = 10, T = 12, B = 28;
@@ -104,11 +121,16 @@ function draw() {
     shaping: ["#b35c00", [6, 3], "S"], run: ["#6a3d9a", [2, 3], "R"], load: ["#2e7d32", [6, 3], "L"],
     fault: ["#c62828", [4, 2], "F"], timeline: ["#00838f", [1, 2], "T"],
   };
-  for (const mk of state.markers) {
-    if (mk.epoch < start) continue;
-    const [color, dash, letter] = styles[mk.kind] || ["#888", [3, 3], "?"];
-    g.strokeStyle = color; g.setLineDash(dash); g.beginPath(); g.moveTo(x(mk.epoch), T); g.lineTo(x(mk.epoch), H - B); g.stroke();
-    g.setLineDash([]); g.fillStyle = color; g.fillText(letter, x(mk.epoch) + 2, T + 10);
+  // Markers closer than a label's width are one group: one line, its kinds' letters and a count
+  // ("T×5" for a burst of timeline steps); hovering the chart near it lists every event in it.
+  state.groups = groupMarkers(state.markers.filter(mk => mk.epoch >= start), x, MARKER_GAP);
+  for (const grp of state.groups) {
+    const first = grp.markers[0];
+    const [color, dash] = styles[first.kind] || ["#888", [3, 3]];
+    const letters = [...new Set(grp.markers.map(mk => (styles[mk.kind] || [0, 0, "?"])[2]))].join("");
+    g.strokeStyle = color; g.setLineDash(dash); g.beginPath(); g.moveTo(grp.x, T); g.lineTo(grp.x, H - B); g.stroke();
+    g.setLineDash([]); g.fillStyle = color;
+    g.fillText(grp.markers.length > 1 ? `${letters}×${grp.markers.length}` : letters, grp.x + 2, T + 10);
   }
   const line = (points, colour) => {
     g.strokeStyle = colour; g.lineWidth = 1.5; g.beginPath(); let pen = false;
@@ -120,8 +142,6 @@ function draw() {
   };
   for (const name of Object.keys(state.nodes).sort()) line(state.nodes[name], nodeColour(name));
   line(state.points, "#1f5fa8");
-  const last = state.markers.filter(m => m.epoch >= start).slice(-1)[0];
-  c.title = last ? `${last.time}: ${last.text}` : "";
   drawSplit(start, end);
 }
 
@@ -300,6 +320,11 @@ document.getElementById("run-form").addEventListener("submit", async ev => {
   try { const r = await api("POST", "/api/runs", { file: f.get("file"), quick: f.get("quick") === "on" }); out.textContent = `started ${r.id}`; out.className = "ok"; }
   catch (e) { out.textContent = e.message; out.className = "error"; }
   refresh();
+});
+
+document.getElementById("lag-chart").addEventListener("mousemove", ev => {
+  const c = ev.currentTarget, px = ev.offsetX * c.width / (c.clientWidth || c.width);
+  c.title = markerDetails(state.groups || [], px);
 });
 
 async function pollHealth() {

@@ -1,8 +1,10 @@
 """The dashboard in real headless Chromium, and /metrics against the API."""
 
+import itertools
 import time
 
 from prometheus_client.parser import text_string_to_metric_families
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
@@ -39,6 +41,35 @@ def test_dashboard_shows_lag_and_sets_shaping(api, browser):
         assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10000
         rows = browser.find_elements(By.CSS_SELECTOR, "#containers tbody tr")
         assert any("delay 40ms" in r.text for r in rows)
+    finally:
+        api.delete("/api/shaping", timeout=60)
+
+
+def test_a_burst_of_markers_is_one_labelled_group_with_every_event_on_hover(api, browser):
+    """Five shaping changes within a second drew five letters on top of each other: now one line
+    labelled with a count, and hovering it lists all five."""
+    api.delete("/api/shaping", timeout=60)
+    browser.get(api.base + "/")
+    wait = WebDriverWait(browser, 30)
+    wait.until(lambda d: d.execute_script("return window.laglab.points.filter(p => p.lag !== null).length") > 5)
+    delays = ["11ms", "12ms", "13ms", "14ms", "15ms"]
+    try:
+        for delay in delays:
+            assert api.put("/api/shaping/loadgen", json={"delay": delay}).status_code == 200
+        script = (
+            "return (window.laglab.groups || []).find(g => g.markers.filter(m => m.kind === 'shaping' && "
+            "/1[1-5]ms/.test(m.text)).length === 5)"
+        )
+        group = wait.until(lambda d: d.execute_script(script))
+        groups = browser.execute_script("return window.laglab.groups.map(g => g.x)")
+        assert all(b - a >= 24 for a, b in itertools.pairwise(groups)), groups  # no two labels closer than one
+        chart = browser.find_element(By.ID, "lag-chart")
+        scale = browser.execute_script("const c = arguments[0]; return c.clientWidth / c.width", chart)
+        ActionChains(browser).move_to_element_with_offset(
+            chart, int(group["x"] * scale - chart.size["width"] / 2) + 2, 0
+        ).perform()
+        tooltip = wait.until(lambda d: chart.get_attribute("title"))
+        assert all(delay in tooltip for delay in delays), tooltip
     finally:
         api.delete("/api/shaping", timeout=60)
 
