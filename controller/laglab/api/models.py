@@ -345,6 +345,9 @@ class Run(Out):
     points: int
     point: int | None
     point_params: dict | None
+    point_words: str | None = Field(
+        None, description="the point's parameters in words, with units (RTT 250 ms, 300 TPS)"
+    )
     step: str
     elapsed_seconds: float
     eta_seconds: float

@@ -103,7 +103,8 @@ def run(session: Session, file: Path, quick: bool, plan_only: bool) -> None:
         while current["step"] != "done":
             time.sleep(1)
             current = session.call("GET", f"/api/runs/{current['id']}")
-            line = f"point {current['point'] or '-'}/{current['points']}: {current['step']}"
+            words_now = f" ({current['point_words']})" if current.get("point_words") else ""
+            line = f"point {current['point'] or '-'}/{current['points']}{words_now}: {current['step']}"
             if line != last and not session.json_output:
                 click.echo(f"[{clock(current['elapsed_seconds'])} elapsed, ETA {clock(current['eta_seconds'])}] {line}")
             last = line

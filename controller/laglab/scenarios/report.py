@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -82,6 +83,30 @@ def x_axis_key(points: list[dict], sweep: list[str]) -> str | None:
     return numeric[-1] if numeric else None
 
 
+_LIMIT = re.compile(r"^\s*([a-z_]+)\s*(<=?)\s*([0-9.]+)\s*$")
+
+
+def asked_limits(points: list[dict]) -> dict[str, float]:
+    """The upper limits the scenario asserts on a metric (`max_lag_seconds < 300`), where every point
+    asserts the same one: the plots draw them as reference lines."""
+    found: dict[str, set[float]] = {}
+    for point in points:
+        for check in point.get("assertions") or []:
+            if m := _LIMIT.match(check.get("assertion", "")):
+                found.setdefault(m.group(1), set()).add(float(m.group(3)))
+    return {metric: values.pop() for metric, values in found.items() if len(values) == 1}
+
+
+def reference_line(ax, value: float, text: str, data_top: float) -> None:
+    """A limit as a dashed line; one far above the data (more than three times its top) would flatten
+    the curve, so it is named in the corner instead."""
+    if data_top > 0 and value > 3 * data_top:
+        ax.annotate(f"{text} (above)", (0.02, 0.97), xycoords="axes fraction", va="top", fontsize=7, color="grey")
+        return
+    ax.axhline(value, color="grey", ls="--", lw=1)
+    ax.annotate(text, (0.02, value), xycoords=("axes fraction", "data"), va="bottom", fontsize=7, color="grey")
+
+
 def sweep_plot(run: Path, summary: dict) -> str | None:
     fig = sweep_figure(summary)
     if fig is None:
@@ -109,6 +134,7 @@ def sweep_figure(summary: dict):
         ("tps", "TPS"),
         ("link_mbit", "link Mbit/s"),
     ]
+    limits = asked_limits(points)
     asked_rates = sorted(
         {p["verification"]["rate_asked_mbit"] for p in points if (p.get("verification") or {}).get("rate_asked_mbit")}
     )
@@ -134,10 +160,11 @@ def sweep_figure(summary: dict):
                 ax.set_xlabel(f"{words.axis(x_key)} ({unit})" if unit else words.axis(x_key))
             else:
                 ax.set_xlabel("point")
+            top = max((p.get(metric) or 0 for p in points), default=0)
             if metric == "link_mbit" and len(asked_rates) == 1:  # the asked link rate, as a limit
-                ax.axhline(asked_rates[0], color="grey", ls="--", lw=1)
-                ax.annotate(f"link {asked_rates[0]:g} Mbit/s", (0.02, asked_rates[0]), xycoords=("axes fraction", "data"),
-                            va="bottom", fontsize=7, color="grey")  # fmt: skip
+                reference_line(ax, asked_rates[0], f"link {asked_rates[0]:g} Mbit/s", top)
+            if metric in limits:  # a limit the scenario asserts (a target lag)
+                reference_line(ax, limits[metric], f"asserted < {limits[metric]:g}", top)
             ax.set_ylabel(label)
             ax.grid(alpha=0.3)
             if len(rows) > 1:
@@ -170,6 +197,16 @@ def cluster_tables(summary: dict) -> dict[str, dict]:
 
 
 def cluster_plot(run: Path, summary: dict) -> str | None:
+    fig = cluster_figure(summary)
+    if fig is None:
+        return None
+    fig.savefig(run / "cluster.png", dpi=110)
+    plt.close(fig)
+    return "cluster.png"
+
+
+def cluster_figure(summary: dict):
+    """Seconds per run against the concurrency (log 2), a line per extra delay, a panel per cluster kind."""
     tables = cluster_tables(summary)
     if not tables:
         return None
@@ -188,9 +225,7 @@ def cluster_plot(run: Path, summary: dict) -> str | None:
         ax.legend(fontsize=8)
     fig.suptitle(f"{summary.get('scenario')}: time per run vs concurrency, one node delayed")
     fig.tight_layout()
-    fig.savefig(run / "cluster.png", dpi=110)
-    plt.close(fig)
-    return "cluster.png"
+    return fig
 
 
 def cluster_lines(summary: dict) -> list[str]:
@@ -300,12 +335,16 @@ def render(run: Path) -> Path:
             elif isinstance(found, list):
                 found = ", ".join(map(str, found))
             lines.append(f"| {key.replace('_', ' ')} | {found} |")
+    swept = list(summary.get("sweep") or {})
     lines += [
         "",
         "## Points",
         "",
-        "| # | parameters | RTT asked / measured (ms) | rate asked / measured (Mbit/s) | verified | max lag (s) | p95 lag (s) | slope (s/s) | TPS | QPS | link Mbit/s (a→b / b→a) | binlog Mbit/s | assertions |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        # One column per swept key, its values in words with units (`DTLE (...)`, `300 TPS`).
+        "| # | "
+        + (" | ".join(words.axis(k) for k in swept) or "parameters")
+        + " | RTT asked / measured (ms) | rate asked / measured (Mbit/s) | verified | max lag (s) | p95 lag (s) | slope (s/s) | TPS | QPS | link Mbit/s (a→b / b→a) | binlog Mbit/s | assertions |",
+        "|---" * (max(1, len(swept)) + 12) + "|",
     ]
     for p in summary.get("points", []):
         v = p.get("verification", {})
@@ -318,7 +357,11 @@ def render(run: Path) -> Path:
         )
         if p.get("load_error"):
             checks = f"load failed: {p['load_error']}; {checks}"
-        params = words.params(p["params"])
+        params = (
+            " | ".join(words.value(k, p["params"][k]) if k in p["params"] else "-" for k in swept)
+            if swept
+            else words.params(p["params"])
+        )
         lines.append(
             f"| {p['point']} | {params} | {rtt} | {rate} | {'yes' if v.get('ok') else 'NO'} | {_fmt(p.get('max_lag_seconds'))} | "
             f"{_fmt(p.get('p95_lag_seconds'))} | {_fmt(p.get('lag_slope'), 4)} | {_fmt(p.get('tps'), 1)} | {_fmt(p.get('qps'), 1)} | "

@@ -107,6 +107,7 @@ class ScenarioRun:
             "points": len(self.plan.points),
             "point": None if self.point_index is None else self.point_index + 1,
             "point_params": None if self.point_index is None else self.plan.points[self.point_index].params,
+            "point_words": None if self.point_index is None else describe_point(self.plan.points[self.point_index]),
             "step": self.step,
             "elapsed_seconds": round(elapsed, 1),
             "eta_seconds": round(eta, 1),

@@ -275,7 +275,8 @@ async function pollRuns() {
   box.innerHTML = "";
   for (const r of data.runs.slice().reverse().slice(0, 8)) {
     const p = document.createElement("p");
-    const progress = r.status === "running" ? ` — point ${r.point || "-"}/${r.points}: ${r.step}, ${clock(r.elapsed_seconds)} elapsed, ETA ${clock(r.eta_seconds)}` : "";
+    const words = r.point_words ? ` (${r.point_words})` : "";
+    const progress = r.status === "running" ? ` — point ${r.point || "-"}/${r.points}${words}: ${r.step}, ${clock(r.elapsed_seconds)} elapsed, ETA ${clock(r.eta_seconds)}` : "";
     p.append(`${r.id}: ${r.status}${progress} `);
     for (const f of ["report.md", "sweep.png", "lag.png"]) {
       const a = document.createElement("a"); a.href = `/${r.results}/${f}`; a.textContent = f; p.append(a, " ");

@@ -26,7 +26,7 @@ def run_scenario(name) -> tuple[subprocess.CompletedProcess, dict, str]:
 def test_latency_sweep_quick(api):
     done, summary, folder = run_scenario("replication-latency-sweep")
     assert done.returncode == 0, done.stdout[-3000:]
-    assert "point 2/2: load (measuring)" in done.stdout  # progress was shown
+    assert "point 2/2 (RTT 250 ms): load (measuring)" in done.stdout  # progress was shown
     for name in (
         "scenario.yaml",
         "environment.json",

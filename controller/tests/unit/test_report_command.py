@@ -56,8 +56,9 @@ def test_a_two_key_sweep_reads_in_words(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     text = (run / "report.md").read_text()
     assert "{'" not in text and "':" not in text, [line for line in text.splitlines() if "{'" in line][:3]
-    assert "| 4 | DTLE (group max size 1 MiB, group timeout auto, repl chan buffer size 600), 300 TPS |" in text
-    assert "| 1 | native, uncompressed, 50 TPS |" in text
+    assert "| # | replicator | load rate | RTT asked / measured (ms) |" in text  # a column per swept key
+    assert "| 4 | DTLE (group max size 1 MiB, group timeout auto, repl chan buffer size 600) | 300 TPS |" in text
+    assert "| 1 | native, uncompressed | 50 TPS |" in text
 
 
 def overlaps(boxes) -> list[tuple]:

@@ -110,7 +110,7 @@ def test_report_from_a_stored_run(tmp_path):
     out = report.render(run)
     text = out.read_text()
     assert text.startswith("# replication-latency-sweep - completed")
-    assert "| 2 | RTT 250 ms | 250 / 251 | 2 / 1.97 | yes | 0.25 | 0.2 |" in text
+    assert "| 2 | 250 ms | 250 / 251 | 2 / 1.97 | yes | 0.25 | 0.2 |" in text  # the swept RTT in its own column
     assert "Identical" in text
     assert (run / "lag.png").stat().st_size > 1000 and (run / "sweep.png").stat().st_size > 1000
     assert json.loads((run / "summary.json").read_text())["status"] == "completed"
