@@ -18,7 +18,7 @@ clean: ## stop the lab, remove its volumes and built images
 	scripts/down --clean
 
 venv: $(VENV)/.installed
-$(VENV)/.installed: controller/requirements.txt controller/requirements-dev.txt
+$(VENV)/.installed: controller/requirements.txt controller/requirements-dev.txt controller/pyproject.toml
 	scripts/venv $(VENV)
 	touch $@
 

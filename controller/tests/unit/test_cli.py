@@ -248,3 +248,16 @@ def test_completion_scripts(shell):
     assert result.exit_code == 0
     assert "_LAGLAB_COMPLETE" in result.output
     assert f"{shell}_complete" in result.output
+
+
+def test_the_controller_package_has_the_laglab_console_entry_point():
+    """scripts/venv installs the package (editable, no dependencies): .venv/bin/laglab is the command."""
+    import subprocess
+    import sys
+    from importlib.metadata import entry_points
+    from pathlib import Path
+
+    (entry,) = [e for e in entry_points(group="console_scripts") if e.name == "laglab"]
+    assert entry.value == "laglab.cli:main"
+    done = subprocess.run([str(Path(sys.executable).with_name("laglab")), "--help"], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.startswith("Usage: laglab "), done.stderr
