@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import functools
 import json
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -86,18 +84,21 @@ class Session:
 
 
 def main_options(function):
-    @click.option("--json", "json_output", is_flag=True, help="Print the API's answers as JSON (for scripts).")
-    @click.option(
-        "--url", envvar="LAGLAB_URL", metavar="URL",
-        help="The controller (default: from .env, http://CONTROLLER_BIND:CONTROLLER_PORT; env LAGLAB_URL).",
-    )  # fmt: skip
-    @click.option("--token", metavar="TOKEN", help="Bearer token (default: LAB_API_TOKEN, from .env).")
-    @click.option("--timeout", default=60.0, show_default=True, metavar="SECONDS", help="Per API call.")
-    @functools.wraps(function)
-    def wrapper(*args, **kwargs):
-        return function(*args, **kwargs)
-
-    return wrapper
+    """The options every command shares, on the group: --json, --url, --token, --timeout."""
+    options = [
+        click.option("--json", "json_output", is_flag=True, help="Print the API's answers as JSON (for scripts)."),
+        click.option(
+            "--url",
+            envvar="LAGLAB_URL",
+            metavar="URL",
+            help="The controller (default: from .env, http://CONTROLLER_BIND:CONTROLLER_PORT; env LAGLAB_URL).",
+        ),
+        click.option("--token", metavar="TOKEN", help="Bearer token (default: LAB_API_TOKEN, from .env)."),
+        click.option("--timeout", default=60.0, show_default=True, metavar="SECONDS", help="Per API call."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
 
 
 pass_session = click.make_pass_decorator(Session)
@@ -122,7 +123,3 @@ def seconds(value: float | None, digits: int = 3) -> str:
 
 def comma_list(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
-
-
-def echo_err(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
