@@ -79,16 +79,19 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
         lab.recorder = LagRecorder(source, target, interval, settings.LAG_WINDOW_SECONDS, lab.run)
         lab.recorder.start()
     if app.config["START_SHAPING"]:
-        platform = lab.platform = platforms.create(platforms.DEFAULT, settings.COMPOSE_PROJECT_NAME)
+        platform = lab.platform = platforms.create(
+            choose_platform(settings.LAB_PLATFORM, environ), settings.COMPOSE_PROJECT_NAME, environ
+        )
         platform.watch()  # the list kept current from the platform's events: a live change lists nothing
         executor = lab.executor = Executor(owns=platform.owns)
-        lab.netem_available = netem_available(executor)
-        backend = choose_backend(settings.SHAPING_BACKEND, lab.netem_available)
+        hosted = platform.name == "docker"  # the controller enters the containers' namespaces (pid: host)
+        lab.netem_available = netem_available(executor) if hosted else None
+        backend = choose_backend(settings.SHAPING_BACKEND, lab.netem_available, platform.name)
         lab.shaping = ShapingManager(platform, executor, backend, Path(app.config["SHAPING_STATE"]), events=lab.events)
         lab.load = LoadGenerator(platform, settings)
         lab.faults = FaultManager(platform, events=lab.events)
         lab.shaping.start()
-        if lab.run is not None:
+        if lab.run is not None and hosted:  # link counters read the bridge: none on Kubernetes
             lab.counters = Counters(platform, executor, lab.run)
             lab.counters.start()
         if lab.recorder is not None:
@@ -157,9 +160,25 @@ def netem_available(executor: Executor) -> bool:
         executor.run(["ip", "link", "del", probe], check=False)
 
 
-def choose_backend(setting: str, netem: bool):
-    """auto: kernel netem where the kernel has it, the userspace backend elsewhere."""
-    name = ("kernel" if netem else "userspace") if setting == "auto" else setting
+def choose_platform(setting: str, environ) -> str:
+    """auto: Kubernetes when the controller runs in a pod with a service account (or is pointed at
+    an API server), Docker elsewhere."""
+    if setting != "auto":
+        return setting
+    from .platforms.kube_api import in_cluster
+
+    return "kubernetes" if in_cluster(environ) else "docker"
+
+
+def choose_backend(setting: str, netem: bool | None, platform: str = "docker"):
+    """auto: on Docker kernel netem where the kernel has it, the userspace backend elsewhere; on
+    Kubernetes Chaos Mesh. A backend of the other platform is refused naming the variable."""
+    if setting == "auto":
+        name = "chaos-mesh" if platform == "kubernetes" else ("kernel" if netem else "userspace")
+    else:
+        name = setting
+    if (name == "chaos-mesh") != (platform == "kubernetes"):
+        raise config.ConfigError("SHAPING_BACKEND", f"{name} does not shape on the {platform} platform")
     return backends.BACKENDS[name]()
 
 

@@ -164,8 +164,14 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "SHAPING_BACKEND",
         "auto",
-        _choice(("auto", "kernel", "userspace")),
-        "auto, kernel or userspace",
+        _choice(("auto", "kernel", "userspace", "chaos-mesh")),
+        "auto, kernel, userspace or chaos-mesh (Kubernetes)",
+    ),
+    Variable(
+        "LAB_PLATFORM",
+        "auto",
+        _choice(("auto", "docker", "kubernetes")),
+        "where the services run: auto (kubernetes in a pod with a service account, else docker)",
     ),
     Variable("CLEAR_SHAPING_ON_EXIT", "1", _choice(("0", "1")), "1: a stopping controller clears its shaping"),
     Variable("EXTRA_CA_BUNDLE", "", _text, "CA bundle for pip inside image builds (TLS proxies)"),
@@ -232,6 +238,7 @@ class Settings:
     LAB_API_TOKEN: str
     CONTROLLER_HOSTS: str
     SHAPING_BACKEND: str
+    LAB_PLATFORM: str
     CLEAR_SHAPING_ON_EXIT: str
     EXTRA_CA_BUNDLE: str
     SEMI_SYNC_TIMEOUT_MS: int

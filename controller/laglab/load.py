@@ -232,6 +232,9 @@ class LoadGenerator:
                 self._kill(pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
+        elif self.running and pid is None:  # a platform whose processes the controller cannot see
+            self.stopping = True  # (Kubernetes): loadgen runs one sysbench at a time, this load's
+            self.platform.exec("loadgen", ["pkill", "-TERM", "-x", "sysbench"])
         if wait:
             self.wait(wait)
 

@@ -20,6 +20,7 @@ def health():
         "problems": lab.problems.current(),
         "flavor_setting": lab.settings.DB_FLAVOR,
         "run": lab.run.path.name if lab.run else None,
+        "platform": None if lab.platform is None else {"name": lab.platform.name, "project": lab.platform.project},
         "shaping": None
         if lab.shaping is None
         else {

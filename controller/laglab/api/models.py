@@ -225,6 +225,10 @@ class Health(Out):
     problems: list[LabProblem] = Field(description="what a person must repair now (empty: nothing)")
     flavor_setting: str
     run: str | None
+    platform: dict | None = Field(
+        None,
+        description="where the services run: name (docker or kubernetes) and project (compose project or namespace)",
+    )
     shaping: dict | None
     recorder: dict | None
 

@@ -41,8 +41,15 @@ def _print_status(data: dict) -> None:
     recorder = health.get("recorder") or {}
     latest = recorder.get("latest") or {}
     click.echo(f"controller  ok, recording into results/{health.get('run')}")
-    netem = "netem available" if shaping.get("netem_available") else "no sch_netem in this kernel"
-    click.echo(f"shaping     backend {shaping.get('backend', '-')} ({netem})")
+    platform = health.get("platform") or {}
+    if platform:
+        where = "namespace" if platform.get("name") == "kubernetes" else "compose project"
+        click.echo(f"platform    {platform.get('name')} ({where} {platform.get('project')})")
+    if shaping.get("netem_available") is None:  # Kubernetes: the controller probes no kernel
+        click.echo(f"shaping     backend {shaping.get('backend', '-')}")
+    else:
+        netem = "netem available" if shaping.get("netem_available") else "no sch_netem in this kernel"
+        click.echo(f"shaping     backend {shaping.get('backend', '-')} ({netem})")
     if latest:
         click.echo(
             f"lag         {seconds(latest.get('lag_seconds'))} on {latest.get('replica')} ({latest.get('status')}), "

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from ..deadline import poll
 from ..errors import Kind
+from ..platforms import PlatformError, Unsupported
 from ..results import iso
 from .base import ACTIONS, FaultError
 
@@ -152,6 +153,10 @@ class FaultManager:
         """Run the action; the time its effect was seen in the container's state."""
         try:
             self.platform.act(service, spec.name)
+        except Unsupported as error:
+            raise FaultError(Kind.INVALID, str(error)) from None
+        except PlatformError as error:  # the platform's API refused: its words
+            raise FaultError(Kind.FAILED, f"action: {spec.name} failed: {error}") from None
         except Exception as error:
             raise FaultError(Kind.FAILED, f"action: {spec.name} failed: {type(error).__name__}") from None
         return poll(

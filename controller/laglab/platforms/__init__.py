@@ -1,20 +1,36 @@
-"""The platforms the lab runs on, by name. A second platform is one module here and one line in
-`_MODULES`; the Docker one is the only one today (Kubernetes: #23)."""
+"""The platforms the lab runs on, by name (LAB_PLATFORM). A platform is one module here and one line
+in `_MODULES`: docker.py (compose's containers), kubernetes.py (the pods of the lab's namespace)."""
 
 from __future__ import annotations
 
 import importlib
+import os
 
-from .base import Bridge, LabContainer, Platform, PlatformError, ServiceState
+from .base import Bridge, LabContainer, Platform, PlatformError, ServiceState, Unsupported
 
-__all__ = ["DEFAULT", "NAMES", "Bridge", "LabContainer", "Platform", "PlatformError", "ServiceState", "create"]
-_MODULES = {"docker": ("docker", "DockerPlatform")}  # name -> (module here, class): imported when chosen
+__all__ = [
+    "DEFAULT",
+    "NAMES",
+    "Bridge",
+    "LabContainer",
+    "Platform",
+    "PlatformError",
+    "ServiceState",
+    "Unsupported",
+    "create",
+]
+_MODULES = {
+    "docker": ("docker", "DockerPlatform"),
+    "kubernetes": ("kubernetes", "KubernetesPlatform"),
+}  # name -> (module here, class): imported when chosen
 NAMES = tuple(_MODULES)
 DEFAULT = "docker"
 
 
-def create(name: str, project: str) -> Platform:
+def create(name: str, project: str, environ=None) -> Platform:
+    """The platform `name` for this lab (compose project or namespace), configured from `environ`."""
     if name not in _MODULES:
         raise PlatformError(f"platform: {name!r} is not one of {', '.join(NAMES)}")
     module, cls = _MODULES[name]
-    return getattr(importlib.import_module(f".{module}", __name__), cls)(project)
+    made = getattr(importlib.import_module(f".{module}", __name__), cls)
+    return made.create(project, os.environ if environ is None else environ)

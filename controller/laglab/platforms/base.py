@@ -11,7 +11,11 @@ from typing import Protocol
 
 
 class PlatformError(RuntimeError):
-    """A service the platform cannot reach (not running, not of this lab)."""
+    """A service the platform cannot reach (not running, not of this lab), or its API refused."""
+
+
+class Unsupported(PlatformError):
+    """What this platform cannot do at all (pause on Kubernetes); the message starts with the field."""
 
 
 @dataclass(frozen=True)
@@ -23,6 +27,14 @@ class LabContainer:
     ip: str | None
     running: bool
     shapeable: bool = True
+    # Whether the controller reaches it through its network namespace (`pid`): on Docker. On
+    # Kubernetes it holds no host privilege and enters none (pid 0; shaping through Chaos Mesh).
+    entered: bool = True
+
+    @property
+    def reachable(self) -> bool:
+        """Running, on the lab network, and (where the controller enters namespaces) with a process."""
+        return self.running and bool(self.ip) and (self.pid > 1 or not self.entered)
 
     def as_json(self) -> dict:
         return {

@@ -43,6 +43,11 @@ class DockerPlatform:
         self._stop_watching = threading.Event()
         self._stream = None
 
+    @classmethod
+    def create(cls, project: str, environ) -> DockerPlatform:
+        """The Docker engine of DOCKER_HOST (docker.from_env, when first used)."""
+        return cls(project)
+
     @property
     def client(self):
         if self._client is None:

@@ -18,6 +18,7 @@ create (the name says which link, so there is one object a link and direction).
 
 from __future__ import annotations
 
+import time
 import zlib
 
 from ..errors import Kind
@@ -87,7 +88,13 @@ def network_chaos(namespace: str, service: str, request: Request, never: frozens
         if name in never:
             raise ShapingError(Kind.CONFLICT, f"service: {name} is not shaped (it is the lab's measuring apparatus)")
     ingress = request.direction is Direction.INGRESS
-    if ingress and request.peer is None:
+    return link_chaos(namespace, service, request.peer, "from" if ingress else "to", request.shaping)
+
+
+def link_chaos(namespace: str, service: str, peer: str | None, direction: str, shaping: Impairment) -> dict:
+    """One NetworkChaos: what `service` sends to (`to`) or receives from (`from`) `peer` (None: every
+    destination, `to` only), with one impairment."""
+    if direction == "from" and peer is None:
         raise ShapingError(
             Kind.INVALID,
             "direction: Chaos Mesh shapes what a pod receives only from a named peer (direction from needs a "
@@ -97,17 +104,17 @@ def network_chaos(namespace: str, service: str, request: Request, never: frozens
         "action": "netem",
         "mode": "all",
         "selector": selector(namespace, [service]),
-        "direction": "from" if ingress else "to",
-        **netem_fields(request.shaping),
+        "direction": direction,
+        **netem_fields(shaping),
     }
-    if request.peer is not None:
-        spec["target"] = {"mode": "all", "selector": selector(namespace, [request.peer])}
-    link = request.peer or "all"
+    if peer is not None:
+        spec["target"] = {"mode": "all", "selector": selector(namespace, [peer])}
+    link = peer or "all"
     return {
         "apiVersion": API_VERSION,
         "kind": "NetworkChaos",
         "metadata": {
-            "name": object_name(service, "from" if ingress else "to", link),
+            "name": object_name(service, direction, link),
             "namespace": namespace,
             "labels": {**MANAGED, "laglab.io/service": service, "laglab.io/peer": link},
         },
@@ -150,3 +157,209 @@ def pod_chaos(namespace: str, service: str, action: str, container: str, seconds
         "metadata": {"name": object_name(service, action), "namespace": namespace, "labels": dict(MANAGED)},
         "spec": spec,
     }
+
+
+# --- the backend: shaping on Kubernetes through NetworkChaos objects ---
+IN_EFFECT_TIMEOUT = 60.0  # Chaos Mesh injects within seconds; a pod that is never injected fails the change
+
+
+class ChaosMeshBackend:
+    """Shaping as NetworkChaos objects in the lab's namespace, one per link and direction (`to` what
+    a service sends, `from` what it receives, each with its peer as the target), created and deleted
+    by the controller through the platform's API (platforms/kubernetes.py).
+
+    A change to a link is delete, wait until the object is gone (Chaos Mesh's finalizer holds it
+    until recovered), create: Chaos Mesh refuses any update of a spec. A link is in effect only when
+    its object says AllInjected and every container record says Injected; a `Failed` event about it
+    fails the change, naming the object and Chaos Mesh's message. Entries combine as on Docker
+    (delays add, losses combine); a service-wide entry beside a link's own is applied per link (to
+    each of the lab's services), since two objects on one pod override each other.
+    """
+
+    name = "chaos-mesh"
+
+    def __init__(self, timeout: float = IN_EFFECT_TIMEOUT, interval: float = 0.25):
+        self.timeout, self.interval = timeout, interval
+        self.platform = None
+        self.objects: dict[str, dict[str, dict]] = {}  # service -> object name -> body as created
+
+    # Supervised: the platform's API is how it acts.
+    def attach(self, platform) -> None:
+        if not hasattr(platform, "api"):
+            raise ShapingError(Kind.UNAVAILABLE, "backend: chaos-mesh shapes only on the Kubernetes platform")
+        self.platform = platform
+
+    @property
+    def api(self):
+        return self.platform.api
+
+    @property
+    def namespace(self) -> str:
+        return self.platform.project
+
+    def healthy(self) -> bool:
+        return True
+
+    def stop(self) -> None:
+        pass
+
+    def unsupported(self, entry) -> tuple[str, str] | None:
+        try:
+            netem_fields(entry.shaping)
+        except ShapingError as error:
+            field, _, text = error.message.partition(": ")
+            return field, text
+        return None
+
+    def plan(self, entries: list, ips: dict[str, str]) -> dict[str, dict[str, dict]]:
+        """service -> {object name: NetworkChaos}, for every service in `ips`."""
+        links: dict[tuple[str, str, str | None], Impairment] = {}
+
+        def add(service: str, direction: str, peer: str | None, shaping: Impairment) -> None:
+            key = (service, direction, peer)
+            links[key] = links[key].plus(shaping) if key in links else shaping
+
+        for entry in entries:
+            if entry.service not in ips or (entry.peer is not None and entry.peer not in ips):
+                continue
+            others = [entry.peer] if entry.peer else [s for s in sorted(ips) if s != entry.service]
+            if entry.direction.sends:
+                per_link = entry.peer is not None or any(
+                    e.service == entry.service and e.peer is not None and e.direction.sends for e in entries
+                )
+                for peer in others if per_link else [None]:
+                    add(entry.service, "to", peer, entry.shaping)
+            if entry.direction.receives:  # "from" needs a peer: a service-wide entry is one per peer
+                for peer in others:
+                    add(entry.service, "from", peer, entry.shaping)
+        plans: dict[str, dict[str, dict]] = {service: {} for service in ips}
+        for (service, direction, peer), shaping in sorted(
+            links.items(), key=lambda i: (i[0][0], i[0][1], i[0][2] or "")
+        ):
+            body = link_chaos(self.namespace, service, peer, direction, shaping)
+            if self.platform is not None and getattr(self.platform, "owner", None):
+                body["metadata"]["ownerReferences"] = [self.platform.owner]
+            plans[service][body["metadata"]["name"]] = body
+        return plans
+
+    def converge(self, executor, service: str, pid: int, plan: dict[str, dict], previous, force: bool):
+        from ..platforms import PlatformError
+        from .backend import Applied
+
+        held = dict(previous.state or {}) if previous is not None and not force else self._listed(service)
+        stale = [name for name, body in held.items() if name not in plan or body.get("spec") != plan[name]["spec"]]
+        for name in stale:
+            self._delete(name)
+            held.pop(name)
+        created = []
+        for name, body in plan.items():
+            if name in held:
+                continue
+            try:
+                made = self.api.request("POST", self.api.chaos_path(self.namespace, "networkchaos"), body=body)
+            except Exception as error:
+                raise PlatformError(f"NetworkChaos {name}: {getattr(error, 'message', error)}") from None
+            created.append((name, (made.get("metadata") or {}).get("uid", "")))
+            held[name] = body
+        for name, uid in created:
+            self._wait_injected(name, uid)
+        return Applied(pid, plan, state=held)
+
+    def _owned(self, service: str) -> list[dict]:
+        """This service's NetworkChaos objects as the cluster holds them."""
+        from ..platforms import PlatformError
+        from ..platforms.kube_api import KubeError
+
+        path = self.api.chaos_path(self.namespace, "networkchaos")
+        selector = f"app.kubernetes.io/managed-by=laglab-controller,laglab.io/service={service}"
+        try:
+            return self.api.request("GET", path, params={"labelSelector": selector}).get("items") or []
+        except KubeError as error:  # 404: Chaos Mesh is not installed; 403: the Role lacks the component
+            raise PlatformError(f"NetworkChaos of {service}: {error.message}") from None
+
+    def _listed(self, service: str) -> dict[str, dict]:
+        """What the cluster holds for a service (after a restart of the controller): its names and specs."""
+        return {item["metadata"]["name"]: {"spec": item.get("spec")} for item in self._owned(service)}
+
+    def _delete(self, name: str) -> None:
+        from ..platforms import PlatformError
+        from ..platforms.kube_api import KubeError
+
+        path = self.api.chaos_path(self.namespace, "networkchaos", name)
+        deadline = time.monotonic() + self.timeout
+        try:
+            self.api.request("DELETE", path)
+            while time.monotonic() < deadline:
+                self.api.request("GET", path)  # still there: Chaos Mesh is recovering its pods
+                time.sleep(self.interval)
+        except KubeError as error:
+            if error.not_found:
+                return
+            raise PlatformError(f"NetworkChaos {name}: deleting it: {error.message}") from None
+        raise PlatformError(f"NetworkChaos {name}: not recovered within {self.timeout:g}s (it is still there)")
+
+    def _wait_injected(self, name: str, uid: str) -> None:
+        from ..platforms import PlatformError
+        from ..platforms.kube_api import KubeError
+
+        path = self.api.chaos_path(self.namespace, "networkchaos", name)
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                current = self.api.request("GET", path)
+            except KubeError as error:
+                raise PlatformError(f"NetworkChaos {name}: {error.message}") from None
+            if injected(current):
+                return
+            failed = [
+                e.get("message", "")
+                for e in self.api.events(name, "NetworkChaos")
+                if e.get("reason") == "Failed" and (e.get("involvedObject") or {}).get("uid") in (uid, None, "")
+            ]
+            if failed:
+                raise PlatformError(f"NetworkChaos {name}: Chaos Mesh failed to inject it: {failed[-1]}")
+            if time.monotonic() > deadline:
+                raise PlatformError(f"NetworkChaos {name}: not injected within {self.timeout:g}s ({summary(current)})")
+            time.sleep(self.interval)
+
+    def release(self, executor, service: str, applied) -> None:
+        for name in list((applied.state or {}) if applied is not None else {}):
+            self._delete(name)
+
+    def carriers(self, service: str, own_ip: str | None, applied: dict) -> list[str]:
+        return [service]
+
+    def read_back(self, executor, service: str, pid: int, applied) -> dict:
+        """The service's NetworkChaos objects as the cluster holds them: spec, conditions, records."""
+        items = self._owned(service)
+        return {
+            "networkchaos": [
+                {"name": item["metadata"]["name"], "spec": item.get("spec"), "in_effect": injected(item),
+                 "status": summary(item)}
+                for item in items
+            ]
+        }  # fmt: skip
+
+
+def conditions(obj: dict) -> dict[str, bool]:
+    return {c.get("type"): c.get("status") == "True" for c in (obj.get("status") or {}).get("conditions") or []}
+
+
+def records(obj: dict) -> list[dict]:
+    return ((obj.get("status") or {}).get("experiment") or {}).get("containerRecords") or []
+
+
+def injected(obj: dict) -> bool:
+    """In effect: AllInjected, and every selected container's record says Injected."""
+    found = records(obj)
+    return (
+        conditions(obj).get("AllInjected", False) and bool(found) and all(r.get("phase") == "Injected" for r in found)
+    )
+
+
+def summary(obj: dict) -> str:
+    said = conditions(obj)
+    phases = sorted({str(r.get("phase")) for r in records(obj)})
+    return (
+        ", ".join([*(f"{k}={'True' if v else 'False'}" for k, v in sorted(said.items())), *phases]) or "no status yet"
+    )

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import Kind
 from ..executor import CommandError, Executor
-from ..platforms import LabContainer, Platform
+from ..platforms import LabContainer, Platform, PlatformError
 from . import present
 from .backend import Backend
 from .desired import BLOCK, DesiredState, Partition
@@ -275,7 +275,7 @@ class ShapingManager:
         self.load()
         try:
             self.apply(force=True)
-        except (CommandError, OSError) as error:
+        except (CommandError, OSError, PlatformError) as error:
             self.last_error = str(error)
             log.error("reconciling saved shaping failed: %s", error)
         self._thread = threading.Thread(

@@ -10,13 +10,14 @@ import subprocess
 
 from ..errors import Kind
 from ..executor import CommandError, Executor
-from ..platforms import LabContainer, Platform
+from ..platforms import LabContainer, Platform, PlatformError
 from .backend import Applied, Backend, Batching, Preparing, Supervised
 from .params import ShapingError
 from .plan import Entry
 
 log = logging.getLogger("laglab.shaping")
-FAILURES = (CommandError, OSError, subprocess.TimeoutExpired)  # a hung tc/iptables leaves it half-changed too
+# A hung tc/iptables leaves it half-changed too; PlatformError: the platform's API refused (Chaos Mesh).
+FAILURES = (CommandError, OSError, subprocess.TimeoutExpired, PlatformError)
 
 
 class Reconciler:
@@ -29,7 +30,7 @@ class Reconciler:
     @staticmethod
     def shapeable(lab: dict[str, LabContainer]) -> dict[str, str]:
         """service -> address, of the containers shaping may touch now."""
-        return {s: c.ip for s, c in lab.items() if c.running and c.ip and c.pid > 1 and c.shapeable}
+        return {s: c.ip for s, c in lab.items() if c.reachable and c.shapeable}
 
     def apply(self, entries: list[Entry], lab: dict[str, LabContainer], force: bool = False) -> None:
         plans = self.backend.plan(entries, self.shapeable(lab))
@@ -83,7 +84,7 @@ class Reconciler:
         return {
             name: self.read_back(name, lab[name].pid)
             for name in self.backend.carriers(service, own_ip, self.applied)
-            if name in lab and lab[name].running and lab[name].pid > 1 and lab[name].shapeable
+            if name in lab and lab[name].reachable and lab[name].shapeable
         }
 
     def read_back(self, service: str, pid: int) -> dict:

@@ -29,14 +29,26 @@ def ping_stats(output: str) -> dict:
     }
 
 
+def ping_argv(to_ip: str, count: int) -> list[str]:
+    return ["ping", "-U", "-n", "-c", str(count), "-i", "0.05", "-W", "5", to_ip]
+
+
 def measure_rtt(executor: Executor, from_pid: int, to_ip: str, count: int) -> dict:
-    out = executor.run(
-        ["ping", "-U", "-n", "-c", str(count), "-i", "0.05", "-W", "5", to_ip],
-        netns_pid=from_pid,
-        check=False,
-        timeout=count * 6 + 10,
-    )
+    out = executor.run(ping_argv(to_ip, count), netns_pid=from_pid, check=False, timeout=count * 6 + 10)
     return ping_stats(out)
+
+
+def rtt_between(platform, executor: Executor, src, to_ip: str, count: int) -> dict:
+    """RTT from a service's container: in its network namespace where the controller enters them
+    (Docker), else with ping run in it through the platform's exec (Kubernetes: the pod's image
+    must have ping; loadgen's has, the official MySQL image has not, and then the answer says so)."""
+    if src.entered:
+        return measure_rtt(executor, src.pid, to_ip, count)
+    code, out = platform.exec(src.service, ping_argv(to_ip, count))
+    stats = ping_stats(out.decode(errors="replace"))
+    if not stats["samples"] and code != 0:
+        stats["error"] = f"ping in {src.service}: exit {code}: {out.decode(errors='replace').strip()[-200:]}"
+    return stats
 
 
 IPERF_PORT = 5201

@@ -1,0 +1,236 @@
+"""The Kubernetes platform: the lab's services are the pods of its namespace, each named by its
+`app.kubernetes.io/name` label (deploy/kubernetes gives every pod one), seen through the Kubernetes
+API with the controller's service account. The controller holds no host privilege there: it enters
+no network namespace (no PID, no bridge), runs commands in a pod through the API's exec, and breaks
+containers through Chaos Mesh's PodChaos objects, which it owns.
+
+Faults as Chaos Mesh does them: `kill` and `restart` are a PodChaos `container-kill` (the kubelet
+restarts the container itself; the service is down until its readiness probe passes again); `stop`
+is a PodChaos `pod-failure` kept until `start` deletes it; `pause` has no Chaos Mesh equivalent and
+is refused naming the action.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import re
+import time
+
+from .base import LabContainer, PlatformError, ServiceState, running_of
+from .kube_api import ExecResult, KubeApi, KubeError
+
+log = logging.getLogger("laglab.kubernetes")
+NAME_LABEL = "app.kubernetes.io/name"
+SHAPED_LABEL = "laglab.shaped"  # "never": the controller, set-up jobs (as compose's label)
+FILE_NAME = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+
+
+class KubernetesPlatform:
+    name = "kubernetes"
+
+    def __init__(self, api: KubeApi, owner: dict | None = None):
+        self.api = api
+        self.project = api.namespace  # the lab is its namespace
+        self.owner = owner  # an ownerReference put on every chaos object, or None
+        self._cache: tuple[float, dict[str, LabContainer], dict[str, dict]] | None = None
+
+    @classmethod
+    def create(cls, project: str, environ) -> KubernetesPlatform:
+        """In a pod: its service account (kube_api). The chaos objects' owner is the controller's pod
+        (POD_NAME, POD_UID from the downward API), so that deleting the lab's controller removes what
+        it injected. `project` is not used: the lab is the namespace the controller runs in."""
+        return cls(KubeApi.from_environment(environ), _own_pod(environ))
+
+    # --- the lab's services ---
+    def _pods(self, max_age: float = 0.0) -> tuple[dict[str, LabContainer], dict[str, dict]]:
+        cached = self._cache
+        if max_age and cached is not None and time.monotonic() - cached[0] <= max_age:
+            return dict(cached[1]), dict(cached[2])
+        try:
+            items = self.api.pods(NAME_LABEL)
+        except KubeError as error:
+            raise PlatformError(f"listing the lab's pods: {error.message}") from None
+        found: dict[str, LabContainer] = {}
+        pods: dict[str, dict] = {}
+        for pod in sorted(items, key=lambda p: p["metadata"]["name"]):
+            meta = pod.get("metadata") or {}
+            labels = meta.get("labels") or {}
+            service = labels.get(NAME_LABEL)
+            if not service or meta.get("deletionTimestamp"):
+                continue
+            running = _running(pod)
+            entry = LabContainer(
+                service, meta["name"], meta.get("uid", ""), 0, (pod.get("status") or {}).get("podIP"), running,
+                shapeable=labels.get(SHAPED_LABEL) != "never", entered=False,
+            )  # fmt: skip
+            if service not in found or (entry.running and not found[service].running):
+                found[service], pods[service] = entry, pod
+        self._cache = (time.monotonic(), dict(found), dict(pods))
+        return found, pods
+
+    def list(self, max_age: float = 0.0) -> dict[str, LabContainer]:
+        return self._pods(max_age)[0]
+
+    def running(self, *services: str, hint: str = "") -> list[LabContainer]:
+        return running_of(self.list(), services, hint)
+
+    def watch(self) -> None:
+        """Nothing to follow: list() asks the API (one GET of the namespace's pods)."""
+
+    def unwatch(self) -> None:
+        """The controller stops: its connections to the API server close."""
+        self.api.session.close()
+
+    def _pod(self, service: str) -> dict:
+        pods = self._pods()[1]
+        if service not in pods:
+            raise PlatformError(f"{service}: no pod of this lab")
+        return pods[service]
+
+    def image(self, service: str) -> str | None:
+        try:
+            return self._pod(service)["spec"]["containers"][0]["image"]
+        except (PlatformError, KeyError, IndexError):
+            return None
+
+    def nodes(self) -> dict[str, str]:
+        """service -> the node its pod was scheduled on."""
+        pods = self._pods()[1]
+        return {service: str((pod.get("spec") or {}).get("nodeName") or "") for service, pod in pods.items()}
+
+    # --- network namespaces: none on this platform ---
+    def owns(self, pid: int) -> bool:
+        return False  # the controller enters no namespace on Kubernetes
+
+    def bridge(self):
+        raise PlatformError(
+            "a Kubernetes lab has no bridge the controller may enter (shaping: SHAPING_BACKEND=chaos-mesh)"
+        )
+
+    # --- inside a service's container ---
+    def _main(self, service: str) -> tuple[str, str]:
+        pod = self.running(service)[0]
+        spec = self._pod(service).get("spec") or {}
+        return pod.name, spec["containers"][0]["name"]
+
+    def exec(self, service: str, argv: list[str], workdir: str | None = None) -> tuple[int, bytes]:
+        pod, container = self._main(service)
+        try:
+            result = self.api.exec(pod, container, _in_dir(argv, workdir))
+        except KubeError as error:
+            raise PlatformError(f"{service}: exec: {error.message}") from None
+        return _code(result), result.output
+
+    def exec_stream(self, service: str, argv: list[str], workdir: str | None = None):
+        pod, container = self._main(service)
+        try:
+            return self.api.exec_stream(pod, container, _in_dir(argv, workdir), timeout=3600)
+        except KubeError as error:
+            raise PlatformError(f"{service}: exec: {error.message}") from None
+
+    def read_file(self, service: str, path: str) -> bytes:
+        code, out = self.exec(service, ["cat", "--", path])
+        if code != 0:
+            raise PlatformError(f"{service}: cannot read {path}: {out.decode(errors='replace').strip()[:200]}")
+        return out
+
+    def put_files(self, service: str, directory: str, files: dict[str, bytes]) -> None:
+        """Each file through exec (the API's exec takes no archive): its bytes as base64 in an argument,
+        decoded in the pod into `directory` with mode 600. No shell sees the contents or the names."""
+        script = 'umask 077 && mkdir -p -- "$1" && printf %s "$2" | base64 -d > "$1/$3"'
+        for name, data in files.items():
+            if not FILE_NAME.match(name):
+                raise PlatformError(f"{service}: {name!r} is not a plain file name")
+            code, out = self.exec(service, ["sh", "-c", script, "sh", directory, base64.b64encode(data).decode(), name])
+            if code != 0:
+                raise PlatformError(f"{service}: writing {directory}/{name}: {out.decode(errors='replace')[:200]}")
+
+    # --- faults, through Chaos Mesh's PodChaos ---
+    def state(self, service: str) -> ServiceState:
+        pod = self._pod(service)
+        if self._chaos(service, "stop") is not None:
+            return ServiceState(False, False, "stopped (PodChaos pod-failure)")
+        status = pod.get("status") or {}
+        return ServiceState(_running(pod), False, str(status.get("phase") or "").lower())
+
+    def _chaos(self, service: str, action: str) -> dict | None:
+        from ..shaping import chaos_mesh
+
+        path = self.api.chaos_path(self.project, "podchaos", chaos_mesh.object_name(service, action))
+        try:
+            return self.api.request("GET", path)
+        except KubeError as error:
+            if error.not_found:
+                return None
+            raise PlatformError(f"{service}: reading its PodChaos: {error.message}") from None
+
+    def act(self, service: str, action: str) -> None:
+        from ..shaping import chaos_mesh
+
+        if action in ("pause", "unpause"):
+            raise PlatformError(
+                f"action: {action} has no Chaos Mesh equivalent on Kubernetes (kill, stop, start, restart)"
+            )
+        if action == "start":  # the end of a stop: its pod-failure goes
+            self._delete_chaos(service, "stop")
+            return
+        kind = "kill" if action in ("kill", "restart") else "stop"
+        pod = self._pod(service)
+        container = pod["spec"]["containers"][0]["name"]
+        body = chaos_mesh.pod_chaos(self.project, service, kind, container)
+        if self.owner:
+            body["metadata"]["ownerReferences"] = [self.owner]
+        self._delete_chaos(service, kind)  # a container-kill is done once injected: the last one may remain
+        try:
+            self.api.request("POST", self.api.chaos_path(self.project, "podchaos"), body=body)
+        except KubeError as error:
+            raise PlatformError(f"action: {action}: creating its PodChaos: {error.message}") from None
+        self._cache = None
+
+    def _delete_chaos(self, service: str, action: str, timeout: float = 60.0) -> None:
+        from ..shaping import chaos_mesh
+
+        path = self.api.chaos_path(self.project, "podchaos", chaos_mesh.object_name(service, action))
+        deadline = time.monotonic() + timeout
+        try:
+            self.api.request("DELETE", path)
+            while time.monotonic() < deadline:  # Chaos Mesh's finalizer holds it until recovered
+                self.api.request("GET", path)
+                time.sleep(0.2)
+        except KubeError as error:
+            if not error.not_found:
+                raise PlatformError(f"{service}: deleting its PodChaos: {error.message}") from None
+            self._cache = None
+            return
+        raise PlatformError(f"{service}: its PodChaos was not recovered within {timeout:g}s")
+
+
+def _own_pod(environ) -> dict | None:
+    name, uid = environ.get("POD_NAME"), environ.get("POD_UID")
+    if not name or not uid:
+        return None
+    return {"apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid, "blockOwnerDeletion": False}
+
+
+def _running(pod: dict) -> bool:
+    """Running and ready: what a lab service being up means (a killed container is down until its
+    readiness probe passes again)."""
+    status = pod.get("status") or {}
+    if status.get("phase") != "Running":
+        return False
+    ready = [c for c in status.get("conditions") or [] if c.get("type") == "Ready"]
+    return bool(ready) and ready[0].get("status") == "True"
+
+
+def _in_dir(argv: list[str], workdir: str | None) -> list[str]:
+    """The exec API has no working directory: a shell changes to it and runs argv as given."""
+    if not workdir:
+        return list(argv)
+    return ["sh", "-c", 'cd -- "$1" && shift && exec "$@"', "sh", workdir, *argv]
+
+
+def _code(result: ExecResult) -> int:
+    if result.code < 0 and result.message:
+        log.warning("exec ended without an exit code: %s", result.message)
+    return result.code

@@ -1,0 +1,357 @@
+"""The Kubernetes platform and the Chaos Mesh backend against a fake API server (fake_kube.py: real
+HTTP and WebSocket, Chaos Mesh's status transitions, a failed injection, a slow recovery, a deleted
+pod), comparing the exact requests."""
+
+from __future__ import annotations
+
+import base64
+import threading
+import time
+
+import pytest
+
+from laglab.app import choose_backend, choose_platform, create_app
+from laglab.config import ConfigError
+from laglab.errors import Kind
+from laglab.executor import Executor
+from laglab.faults import FaultManager
+from laglab.faults.base import FaultError
+from laglab.platforms import PlatformError
+from laglab.platforms.kube_api import KubeApi
+from laglab.platforms.kubernetes import KubernetesPlatform
+from laglab.shaping.chaos_mesh import ChaosMeshBackend
+from laglab.shaping.manager import ShapingManager
+from laglab.shaping.params import ShapingError, parse_request
+
+from .fake_kube import NETEM_MISSING, FakeKube
+
+NS = "laglab"
+CHAOS = f"/apis/chaos-mesh.org/v1alpha1/namespaces/{NS}/networkchaos"
+
+
+@pytest.fixture
+def kube():
+    fake = FakeKube(NS, inject_after=0.2, recover_after=0.2)
+    fake.add_pod("mysql-source-0", "mysql-source", "node-a", "10.0.1.10")
+    fake.add_pod("mysql-target-0", "mysql-target", "node-b", "10.0.2.10")
+    fake.add_pod("loadgen-5f7c9-x2x4q", "loadgen", "node-a", "10.0.1.11")
+    fake.add_pod("controller-6d5b8-abcde", "controller", "node-a", "10.0.1.12", labels={"laglab.shaped": "never"})
+    yield fake
+    fake.close()
+
+
+@pytest.fixture
+def platform(kube):
+    made = KubernetesPlatform(KubeApi(kube.url, NS), owner={"apiVersion": "v1", "kind": "Pod",
+                              "name": "controller-6d5b8-abcde", "uid": "uid-controller", "blockOwnerDeletion": False})  # fmt: skip
+    yield made
+    made.unwatch()
+
+
+@pytest.fixture
+def shaping(platform, tmp_path):
+    manager = ShapingManager(
+        platform, Executor(dry_run=True), ChaosMeshBackend(timeout=5, interval=0.05), tmp_path / "shaping.json"
+    )
+    yield manager
+    manager.stop(clear_kernel=False)
+
+
+def test_services_are_the_namespace_pods_by_name_label(kube, platform):
+    lab = platform.list()
+    assert sorted(lab) == ["controller", "loadgen", "mysql-source", "mysql-target"]
+    assert lab["mysql-target"].name == "mysql-target-0" and lab["mysql-target"].ip == "10.0.2.10"
+    assert lab["mysql-target"].running and lab["mysql-target"].reachable and lab["mysql-target"].pid == 0
+    assert not lab["controller"].shapeable
+    assert platform.nodes() == {"controller": "node-a", "loadgen": "node-a", "mysql-source": "node-a",
+                                "mysql-target": "node-b"}  # fmt: skip
+    assert kube.calls("GET")[0] == (
+        "GET",
+        f"/api/v1/namespaces/{NS}/pods",
+        {"labelSelector": "app.kubernetes.io/name"},
+        None,
+    )
+    assert not platform.owns(1234)  # no namespace is ever entered
+    with pytest.raises(PlatformError, match="no bridge"):
+        platform.bridge()
+
+
+def test_a_pod_not_ready_or_deleted_is_not_running(kube, platform):
+    kube.add_pod("mysql-target-0", "mysql-target", "node-b", "10.0.2.10", ready=False)
+    assert not platform.list()["mysql-target"].running
+    kube.remove_pod("mysql-target-0")
+    assert "mysql-target" not in platform.list()
+    with pytest.raises(PlatformError, match="mysql-target not running"):
+        platform.running("mysql-target")
+
+
+def test_exec_goes_through_the_api_websocket_with_the_exit_code(kube, platform):
+    kube.exec_answer = lambda pod, argv: (b"hello\n", 0) if argv[0] == "echo" else (b"no such table\n", 3)
+    assert platform.exec("loadgen", ["echo", "hello"]) == (0, b"hello\n")
+    assert platform.exec("loadgen", ["mysql", "-e", "select 1"]) == (3, b"no such table\n")
+    path, query = kube.exec_calls[0]
+    assert path == "loadgen-5f7c9-x2x4q"
+    assert query == {"command": ["echo", "hello"], "stdout": ["true"], "stderr": ["true"], "container": ["loadgen"]}
+    # No working directory in the exec API: a shell changes to it and runs argv unchanged.
+    platform.exec("loadgen", ["sysbench", "run"], workdir="/work dir")
+    assert kube.exec_calls[-1][1]["command"] == ["sh", "-c", 'cd -- "$1" && shift && exec "$@"', "sh", "/work dir",
+                                                 "sysbench", "run"]  # fmt: skip
+
+
+def test_files_go_in_as_arguments_and_come_out_with_cat(kube, platform):
+    kube.exec_answer = lambda pod, argv: (b"pem bytes", 0)
+    assert platform.read_file("mysql-source", "/var/lib/mysql/ca.pem") == b"pem bytes"
+    assert kube.exec_calls[-1][1]["command"] == ["cat", "--", "/var/lib/mysql/ca.pem"]
+    platform.put_files("loadgen", "/tls", {"ca.pem": b"\x00secret; rm -rf /"})
+    argv = kube.exec_calls[-1][1]["command"]
+    assert argv[:2] == ["sh", "-c"] and argv[4:] == [
+        "/tls",
+        base64.b64encode(b"\x00secret; rm -rf /").decode(),
+        "ca.pem",
+    ]
+    with pytest.raises(PlatformError, match="not a plain file name"):
+        platform.put_files("loadgen", "/tls", {"../etc/passwd": b"x"})
+    kube.exec_answer = lambda pod, argv: (b"cat: /nope: No such file or directory\n", 1)
+    with pytest.raises(PlatformError, match="cannot read /nope"):
+        platform.read_file("mysql-source", "/nope")
+
+
+def test_a_link_is_one_networkchaos_created_and_in_effect_only_once_injected(kube, shaping):
+    shaping.put("mysql-source", parse_request({"delay": "90ms", "jitter": "5ms", "peer": "mysql-target"}))
+    objects = kube.objects()
+    name = "laglab-mysql-source-to-mysql-target"
+    assert list(objects) == [name]
+    posts = kube.calls("POST", CHAOS)
+    assert len(posts) == 1
+    assert posts[0][3] == {
+        "apiVersion": "chaos-mesh.org/v1alpha1",
+        "kind": "NetworkChaos",
+        "metadata": {
+            "name": name, "namespace": NS,
+            "labels": {"app.kubernetes.io/managed-by": "laglab-controller", "laglab.io/service": "mysql-source",
+                       "laglab.io/peer": "mysql-target"},
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "controller-6d5b8-abcde",
+                                 "uid": "uid-controller", "blockOwnerDeletion": False}],
+        },
+        "spec": {
+            "action": "netem", "mode": "all", "direction": "to",
+            "selector": {"namespaces": [NS], "labelSelectors": {"app.kubernetes.io/name": "mysql-source"}},
+            "target": {"mode": "all", "selector": {"namespaces": [NS],
+                                                   "labelSelectors": {"app.kubernetes.io/name": "mysql-target"}}},
+            "delay": {"latency": "90ms", "correlation": "0", "jitter": "5ms"},
+        },
+    }  # fmt: skip
+    # put() returned only after the object said AllInjected with every record Injected.
+    status = objects[name]["status"]
+    assert {c["type"]: c["status"] for c in status["conditions"]}["AllInjected"] == "True"
+    assert [r["phase"] for r in status["experiment"]["containerRecords"]] == ["Injected"]
+    assert len(kube.calls("GET", f"{CHAOS}/{name}")) >= 2  # polled while Chaos Mesh was injecting
+
+
+def test_a_change_is_delete_wait_until_gone_then_create_never_an_update(kube, shaping):
+    shaping.put("mysql-source", parse_request({"delay": "90ms", "peer": "mysql-target"}))
+    before = len(kube.requests)
+    shaping.put("mysql-source", parse_request({"delay": "120ms", "peer": "mysql-target"}))
+    name = "laglab-mysql-source-to-mysql-target"
+    changes = [(m, p) for m, p, _q, _b in kube.requests[before:] if m in ("POST", "DELETE", "PUT")]
+    assert changes == [("DELETE", f"{CHAOS}/{name}"), ("POST", CHAOS)]
+    # Between the two, GETs until the finalizer let it go (404).
+    gets = [i for i, r in enumerate(kube.requests[before:]) if r[0] == "GET" and r[1] == f"{CHAOS}/{name}"]
+    post_at = next(i for i, r in enumerate(kube.requests[before:]) if r[0] == "POST")
+    assert any(i < post_at for i in gets)
+    assert kube.objects()[name]["spec"]["delay"]["latency"] == "120ms"
+    assert not kube.calls("PUT")
+
+
+def test_the_webhook_refuses_an_update_as_chaos_mesh_does(kube, platform):
+    shaping_body = {"spec": {"action": "netem"}, "metadata": {"name": "x"}}
+    api = platform.api
+    api.request("POST", CHAOS, body={"apiVersion": "chaos-mesh.org/v1alpha1", "kind": "NetworkChaos",
+                                     "metadata": {"name": "x", "namespace": NS}, "spec": {"action": "loss"}})  # fmt: skip
+    with pytest.raises(Exception, match="Cannot update chaos spec") as caught:
+        api.request("PUT", f"{CHAOS}/x", body=shaping_body)
+    assert caught.value.status == 403
+
+
+def test_a_failed_injection_is_an_error_naming_the_object_and_is_rolled_back(kube, shaping):
+    kube.no_netem.add("node-b")  # mysql-target's node has no sch_netem
+    with pytest.raises(ShapingError) as caught:
+        shaping.put("mysql-target", parse_request({"delay": "50ms", "peer": "mysql-source"}))
+    assert caught.value.kind is Kind.FAILED
+    assert "NetworkChaos laglab-mysql-target-to-mysql-source" in caught.value.message
+    assert "Specified qdisc not found" in caught.value.message and NETEM_MISSING[:20] in caught.value.message
+    assert shaping.entries == {}
+    deadline = time.monotonic() + 5
+    while kube.objects() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert kube.objects() == {}  # the rollback deleted it
+
+
+def test_a_slow_recovery_fails_the_change_after_the_timeout(kube, platform, tmp_path):
+    manager = ShapingManager(
+        platform, Executor(dry_run=True), ChaosMeshBackend(timeout=0.5, interval=0.05), tmp_path / "s.json"
+    )
+    manager.put("mysql-source", parse_request({"loss": "5%", "peer": "loadgen"}))
+    kube.recover_after = 30  # Chaos Mesh takes its time recovering the pods
+    with pytest.raises(ShapingError, match=r"not recovered within 0\.5s"):
+        manager.put("mysql-source", parse_request({"loss": "10%", "peer": "loadgen"}))
+
+
+def test_a_deleted_pod_cannot_be_shaped(kube, shaping):
+    kube.remove_pod("mysql-target-0")
+    with pytest.raises(ShapingError) as caught:
+        shaping.put("mysql-source", parse_request({"delay": "10ms", "peer": "mysql-target"}))
+    assert caught.value.kind is Kind.NOT_FOUND and caught.value.message.startswith("peer:")
+    with pytest.raises(FaultError, match="service: no service 'mysql-target'"):
+        FaultManager(platform_of(shaping)).inject("mysql-target", "kill")
+    assert not kube.calls("POST")
+
+
+def platform_of(manager):
+    return manager.platform
+
+
+def test_partitions_and_clearing(kube, shaping):
+    shaping.partition(["mysql-source"], ["mysql-target"])
+    objects = kube.objects()
+    assert sorted(objects) == ["laglab-mysql-source-to-mysql-target", "laglab-mysql-target-to-mysql-source"]
+    assert {o["spec"]["loss"]["loss"] for o in objects.values()} == {"100"}
+    shaping.clear()
+    deadline = time.monotonic() + 5
+    while kube.objects() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert kube.objects() == {}
+
+
+def test_a_service_wide_entry_beside_a_link_is_applied_per_link(kube, shaping):
+    shaping.put("mysql-source", parse_request({"delay": "10ms"}))
+    assert list(kube.objects()) == ["laglab-mysql-source-to-all"]
+    shaping.put("mysql-source", parse_request({"delay": "20ms", "peer": "mysql-target"}))
+    objects = kube.objects()
+    assert sorted(objects) == ["laglab-mysql-source-to-loadgen", "laglab-mysql-source-to-mysql-target"]
+    assert objects["laglab-mysql-source-to-mysql-target"]["spec"]["delay"]["latency"] == "30ms"
+    assert objects["laglab-mysql-source-to-loadgen"]["spec"]["delay"]["latency"] == "10ms"
+
+
+def test_faults_are_podchaos_objects(kube, platform):
+    faults = FaultManager(platform, settle_timeout=5)
+    fault = faults.inject("mysql-target", "stop", duration=30, timer=False)
+    podchaos = kube.objects("podchaos")
+    assert list(podchaos) == ["laglab-mysql-target-stop"]
+    assert podchaos["laglab-mysql-target-stop"]["spec"]["action"] == "pod-failure"
+    assert platform.state("mysql-target").text == "stopped (PodChaos pod-failure)"
+    faults.undo(fault.id)  # start: the pod-failure goes, the pod is ready again
+    assert kube.objects("podchaos") == {} and platform.state("mysql-target").running
+    faults.inject("mysql-target", "kill")
+    assert kube.objects("podchaos")["laglab-mysql-target-kill"]["spec"] == {
+        "action": "container-kill", "mode": "all", "containerNames": ["mysql"],
+        "selector": {"namespaces": [NS], "labelSelectors": {"app.kubernetes.io/name": "mysql-target"}},
+    }  # fmt: skip
+    with pytest.raises(FaultError, match="pause has no Chaos Mesh equivalent"):
+        faults.inject("mysql-source", "pause")
+
+
+def test_choosing_the_platform_and_backend():
+    assert choose_platform("auto", {"KUBERNETES_API_URL": "http://127.0.0.1:1"}) == "kubernetes"
+    assert choose_platform("auto", {}) == "docker"
+    assert choose_platform("docker", {"KUBERNETES_API_URL": "x"}) == "docker"
+    assert choose_backend("auto", None, "kubernetes").name == "chaos-mesh"
+    assert choose_backend("auto", True, "docker").name == "kernel"
+    with pytest.raises(ConfigError, match="SHAPING_BACKEND: chaos-mesh does not shape on the docker platform"):
+        choose_backend("chaos-mesh", True, "docker")
+    with pytest.raises(ConfigError, match="SHAPING_BACKEND: kernel does not shape on the kubernetes platform"):
+        choose_backend("kernel", None, "kubernetes")
+
+
+def test_the_controller_on_kubernetes_shapes_through_its_api(kube, tmp_path):
+    environ = {"LAB_PLATFORM": "kubernetes", "KUBERNETES_API_URL": kube.url, "KUBERNETES_NAMESPACE": NS,
+               "POD_NAME": "controller-6d5b8-abcde", "POD_UID": "uid-controller"}  # fmt: skip
+    app = create_app({"START_RECORDER": False, "SHAPING_STATE": str(tmp_path / "s.json")}, environ=environ)
+    try:
+        client = app.test_client()
+        health = client.get("/api/health").get_json()
+        assert health["platform"] == {"name": "kubernetes", "project": NS}
+        assert health["shaping"]["backend"] == "chaos-mesh" and health["shaping"]["netem_available"] is None
+        answer = client.put("/api/shaping/mysql-target", json={"delay": "40ms", "peer": "mysql-source"})
+        assert answer.status_code == 200, answer.get_json()
+        assert list(kube.objects()) == ["laglab-mysql-target-to-mysql-source"]
+        # verify: ping through exec in the pod (loadgen's image has it), the API's figures from its output
+        times = [40 + i / 10 for i in range(20)]
+        ping = "".join(f"64 bytes from 10.0.2.10: icmp_seq={i} ttl=64 time={t:.1f} ms\n" for i, t in enumerate(times))
+        kube.exec_answer = lambda pod, argv: (ping.encode(), 0)
+        verified = client.post("/api/verify", json={"from": "loadgen", "to": "mysql-target", "count": 20})
+        assert verified.status_code == 200, verified.get_json()
+        assert (
+            verified.get_json()["measured"]["rtt"]["median_ms"] == 40.95
+            and verified.get_json()["measured"]["rtt"]["samples"] == 20
+        )
+        assert kube.exec_calls[-1][1]["command"] == [
+            "ping",
+            "-U",
+            "-n",
+            "-c",
+            "20",
+            "-i",
+            "0.05",
+            "-W",
+            "5",
+            "10.0.2.10",
+        ]
+        kube.exec_answer = lambda pod, argv: (b'exec: "ping": executable file not found in $PATH', 126)
+        missing = client.post("/api/verify", json={"from": "mysql-source", "to": "mysql-target", "count": 20})
+        assert "executable file not found" in missing.get_json()["measured"]["rtt"]["error"]
+        throughput = client.post("/api/verify", json={"from": "loadgen", "to": "mysql-target", "throughput": True})
+        assert throughput.status_code == 503 and throughput.get_json()["error"].startswith("throughput:")
+        kube.no_netem.add("node-a")
+        refused = client.put("/api/shaping/mysql-source", json={"delay": "40ms", "peer": "mysql-target"})
+        assert refused.status_code == 502
+        assert "Specified qdisc not found" in refused.get_json()["error"]
+    finally:
+        from laglab.app import shutdown
+
+        shutdown(app, clear_kernel=False)
+
+
+def test_a_load_streams_through_exec_and_stops_with_pkill_in_loadgen(kube, platform):
+    from laglab.load import LoadGenerator, Profile
+
+    class Settings:
+        LAB_USER, LAB_PASSWORD, LAB_DATABASE = "lab", "lab", "lab"
+
+    stopped = threading.Event()
+    line = b"[ 1s ] thds: 4 tps: 99.00 qps: 594.00 (r/w/o: 0/396/198) lat (ms,95%): 5.00 err/s: 0.00 reconn/s: 0.00\n"
+
+    def answer(pod, argv):
+        if argv[0] == "sysbench":
+            stopped.wait(10)  # runs until pkill: SIGTERM ends it with 143
+            return line, 143
+        if argv[:3] == ["pkill", "-TERM", "-x"]:
+            stopped.set()
+        return b"", 0
+
+    kube.exec_answer = answer
+    load = LoadGenerator(platform, Settings())
+    load.start(Profile(), 30, owner="run-1")
+    assert load.running and load.pid is None  # no PID the controller could see
+    load.stop(wait=10)
+    assert not load.running and load.rows[0]["tps"] == 99.0
+    assert [argv["command"][0] for _pod, argv in kube.exec_calls] == ["sysbench", "pkill"]
+    assert kube.exec_calls[1][1]["command"] == ["pkill", "-TERM", "-x", "sysbench"]
+
+
+def test_without_chaos_mesh_the_controller_starts_and_says_why_shaping_fails(kube, tmp_path):
+    kube.chaos_mesh_installed = False
+    environ = {"LAB_PLATFORM": "kubernetes", "KUBERNETES_API_URL": kube.url, "KUBERNETES_NAMESPACE": NS}
+    app = create_app({"START_RECORDER": False, "SHAPING_STATE": str(tmp_path / "s.json")}, environ=environ)
+    try:
+        client = app.test_client()
+        assert (
+            "the server could not find the requested resource"
+            in client.get("/api/health").get_json()["shaping"]["last_error"]
+        )
+        refused = client.put("/api/shaping/mysql-target", json={"delay": "40ms", "peer": "mysql-source"})
+        assert refused.status_code == 502 and "NetworkChaos" in refused.get_json()["error"]
+    finally:
+        from laglab.app import shutdown
+
+        shutdown(app, clear_kernel=False)
