@@ -87,6 +87,8 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
         hosted = platform.name == "docker"  # the controller enters the containers' namespaces (pid: host)
         lab.netem_available = netem_available(executor) if hosted else None
         backend = choose_backend(settings.SHAPING_BACKEND, lab.netem_available, platform.name)
+        if lab.run is not None and hasattr(backend, "labels"):  # chaos objects say which recording made them
+            backend.labels = {"laglab.io/run": lab.run.path.name[:63]}
         lab.shaping = ShapingManager(platform, executor, backend, Path(app.config["SHAPING_STATE"]), events=lab.events)
         lab.load = LoadGenerator(platform, settings)
         lab.faults = FaultManager(platform, events=lab.events)
@@ -177,7 +179,7 @@ def choose_backend(setting: str, netem: bool | None, platform: str = "docker"):
         name = "chaos-mesh" if platform == "kubernetes" else ("kernel" if netem else "userspace")
     else:
         name = setting
-    if (name == "chaos-mesh") != (platform == "kubernetes"):
+    if (name in ("chaos-mesh", "daemonset")) != (platform == "kubernetes"):
         raise config.ConfigError("SHAPING_BACKEND", f"{name} does not shape on the {platform} platform")
     return backends.BACKENDS[name]()
 

@@ -164,8 +164,8 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "SHAPING_BACKEND",
         "auto",
-        _choice(("auto", "kernel", "userspace", "chaos-mesh")),
-        "auto, kernel, userspace or chaos-mesh (Kubernetes)",
+        _choice(("auto", "kernel", "userspace", "chaos-mesh", "daemonset")),
+        "auto, kernel, userspace; on Kubernetes chaos-mesh or daemonset (the laglab shaper on each node)",
     ),
     Variable(
         "LAB_PLATFORM",

@@ -72,14 +72,17 @@ class KubeApi:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_environment(cls, environ=os.environ) -> KubeApi:
+    def from_environment(cls, environ=os.environ, namespace: str | None = None) -> KubeApi:
+        """`namespace`: the lab's, when it is not the one this pod runs in (the shaper DaemonSet's)."""
         url = environ.get("KUBERNETES_API_URL")
         if url:
-            return cls(url, environ.get("KUBERNETES_NAMESPACE", "laglab"), environ.get("KUBERNETES_TOKEN_FILE") or None)
+            namespace = namespace or environ.get("KUBERNETES_NAMESPACE", "laglab")
+            return cls(url, namespace, environ.get("KUBERNETES_TOKEN_FILE") or None)
         host, port = environ["KUBERNETES_SERVICE_HOST"], environ.get("KUBERNETES_SERVICE_PORT", "443")
         host = f"[{host}]" if ":" in host else host
-        with open(f"{SERVICE_ACCOUNT}/namespace") as f:
-            namespace = f.read().strip()
+        if not namespace:
+            with open(f"{SERVICE_ACCOUNT}/namespace") as f:
+                namespace = f.read().strip()
         return cls(f"https://{host}:{port}", namespace, f"{SERVICE_ACCOUNT}/token", f"{SERVICE_ACCOUNT}/ca.crt")
 
     # --- REST ---

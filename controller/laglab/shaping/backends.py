@@ -5,10 +5,16 @@ from __future__ import annotations
 
 from .backend import DEV, UNSHAPED, Applied, Backend, htb_class, htb_class_args, htb_commands
 from .chaos_mesh import ChaosMeshBackend
+from .daemonset import DaemonSetBackend
 from .kernel import KernelBackend
 from .userspace import UserspaceBackend, apply_userspace_tc, receiver_rules, restore_input, worker_rules
 
-BACKENDS: dict[str, type] = {"kernel": KernelBackend, "userspace": UserspaceBackend, "chaos-mesh": ChaosMeshBackend}
+BACKENDS: dict[str, type] = {
+    "kernel": KernelBackend,
+    "userspace": UserspaceBackend,
+    "chaos-mesh": ChaosMeshBackend,
+    "daemonset": DaemonSetBackend,
+}
 
 __all__ = [
     "BACKENDS",
@@ -17,6 +23,7 @@ __all__ = [
     "Applied",
     "Backend",
     "ChaosMeshBackend",
+    "DaemonSetBackend",
     "KernelBackend",
     "UserspaceBackend",
     "apply_userspace_tc",

@@ -24,6 +24,7 @@ class Reconciler:
     def __init__(self, platform: Platform, executor: Executor, backend: Backend):
         self.platform, self.executor, self.backend = platform, executor, backend
         self.applied: dict[str, Applied] = {}
+        self._peers: dict[str, str] = {}  # the other nodes' services planned with last (planning)
         if isinstance(backend, Supervised):
             backend.attach(platform)
 
@@ -32,8 +33,17 @@ class Reconciler:
         """service -> address, of the containers shaping may touch now."""
         return {s: c.ip for s, c in lab.items() if c.reachable and c.shapeable}
 
+    def planning(self, lab: dict[str, LabContainer]) -> dict[str, str]:
+        """The addresses a plan is made with: the containers shaping touches here, and the lab's services
+        this platform does not reach (`peers`: a node's shaper plans with the other nodes' pods too, so
+        that what they send here is held; it converges only its own)."""
+        peers = getattr(self.platform, "peers", None)
+        self._peers = peers() if peers is not None else {}
+        return {**self._peers, **self.shapeable(lab)}
+
     def apply(self, entries: list[Entry], lab: dict[str, LabContainer], force: bool = False) -> None:
-        plans = self.backend.plan(entries, self.shapeable(lab))
+        local = self.shapeable(lab)
+        plans = {s: p for s, p in self.backend.plan(entries, self.planning(lab)).items() if s in local}
         batching = self.backend if isinstance(self.backend, Batching) else None
         supervised = self.backend if isinstance(self.backend, Supervised) else None
         if batching:
@@ -65,7 +75,7 @@ class Reconciler:
     def prepare(self, entries: list[Entry], lab: dict[str, LabContainer], services: list[str], warm: bool) -> None:
         if not isinstance(self.backend, Preparing):
             return  # nothing to start: a change takes effect at once
-        plans = self.backend.plan(entries, self.shapeable(lab))
+        plans = self.backend.plan(entries, self.planning(lab))
         for service in services:
             if service in plans:
                 self.backend.prepare(self.executor, service, plans[service], warm)
@@ -75,7 +85,9 @@ class Reconciler:
         ips = self.shapeable(lab)
         moved = any(s in self.applied and self.applied[s].pid != lab[s].pid for s in ips)
         dead = isinstance(self.backend, Supervised) and not self.backend.healthy()
-        return moved or dead or set(ips) != set(self.applied)
+        peers = getattr(self.platform, "peers", None)
+        elsewhere = peers is not None and peers() != self._peers  # a pod elsewhere came, went or moved
+        return moved or dead or elsewhere or set(ips) != set(self.applied)
 
     # --- reading back ---
     def kernel(self, service: str, lab: dict[str, LabContainer]) -> dict:

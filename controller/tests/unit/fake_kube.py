@@ -89,6 +89,7 @@ class FakeKube:
         self.pods: dict[str, dict] = {}
         self.chaos: dict[str, dict[str, dict]] = {"networkchaos": {}, "podchaos": {}}
         self.events: list[dict] = []
+        self.configmaps: dict[str, dict] = {}
         self.no_netem: set[str] = set()  # nodes whose kernel lacks sch_netem
         self.chaos_mesh_installed = True  # False: its CRDs are not in the cluster (404 as for any unknown path)
         self.restart_after = 0.3  # a killed container is ready again this long after the kill
@@ -299,10 +300,39 @@ class FakeKube:
                 if all(e["involvedObject"].get(k.split(".", 1)[1]) == v for k, v in wanted.items())
             ]  # fmt: skip
             return 200, {"kind": "EventList", "apiVersion": "v1", "metadata": {}, "items": items}
+        if m := re.fullmatch(rf"/api/v1/namespaces/{ns}/configmaps(?:/([^/]+))?", path):
+            return self._configmap(method, m[1], body)
         chaos = rf"/apis/chaos-mesh.org/v1alpha1/namespaces/{ns}/(networkchaos|podchaos)(?:/([^/]+))?"
         if self.chaos_mesh_installed and (m := re.fullmatch(chaos, path)):
             return self._chaos(method, m[1], m[2], query, body)
         return 404, status(404, "NotFound", "the server could not find the requested resource")
+
+    def _configmap(self, method: str, name: str | None, body: dict | None) -> tuple[int, dict]:
+        """ConfigMaps: create (409 when taken), get, replace with optimistic concurrency (409 Conflict
+        on a stale resourceVersion, as the API server answers)."""
+        if method == "POST" and name is None:
+            name = body["metadata"]["name"]
+            if name in self.configmaps:
+                return 409, status(409, "AlreadyExists", f'configmaps "{name}" already exists')
+            made = copy.deepcopy(body)
+            made["metadata"]["resourceVersion"] = str(next(self._uids))
+            self.configmaps[name] = made
+            return 201, made
+        if name not in self.configmaps:
+            return 404, status(404, "NotFound", f'configmaps "{name}" not found')
+        if method == "GET":
+            return 200, copy.deepcopy(self.configmaps[name])
+        if method == "PUT":
+            current = self.configmaps[name]
+            if body["metadata"].get("resourceVersion") != current["metadata"]["resourceVersion"]:
+                return 409, status(409, "Conflict", f'Operation cannot be fulfilled on configmaps "{name}": '
+                                   "the object has been modified; please apply your changes to the latest version "
+                                   "and try again")  # fmt: skip
+            made = copy.deepcopy(body)
+            made["metadata"]["resourceVersion"] = str(next(self._uids))
+            self.configmaps[name] = made
+            return 200, made
+        return 405, status(405, "MethodNotAllowed", f"{method} is not allowed")
 
     def _chaos(self, method: str, kind: str, name: str | None, query: dict, body: dict | None) -> tuple[int, dict]:
         objects = self.chaos[kind]

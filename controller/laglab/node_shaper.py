@@ -1,0 +1,146 @@
+"""The laglab shaper: one per node (a DaemonSet, deploy/kubernetes/components/shaper), for clusters
+whose nodes have no sch_netem for Chaos Mesh, or to shape with the lab's own backends. It runs
+today's backends (kernel netem where the node has it, else the userspace NFQUEUE one) on the lab's
+pods of its node, entering their network namespaces as the controller does on Docker.
+
+Its desired state comes from a Kubernetes object, never from a private RPC: the ConfigMap
+`laglab-shaping` of the lab's namespace, which the controller writes (`shaping/daemonset.py`): a
+generation and the desired entries, the same ones the Docker backends take. Each shaper plans with
+every pod of the lab (the other nodes' by address) and converges the pods of its node; then it
+reports in its own ConfigMap, `laglab-shaper-<node>`: the generation it holds, when, and the error if
+its kernel refused. The controller answers a change once every node with a lab pod reports it.
+
+    python -m laglab.node_shaper      (NODE_NAME, LAB_NAMESPACE; in a pod with hostPID and NET_ADMIN)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+
+from .executor import Executor
+from .platforms.kube_api import KubeApi, KubeError
+from .platforms.node import NodePlatform
+from .shaping.plan import Entry
+from .shaping.reconciler import FAILURES, Reconciler
+
+log = logging.getLogger("laglab.node_shaper")
+DESIRED = "laglab-shaping"  # the controller's ConfigMap: {"generation", "entries"} in desired.json
+
+
+def status_name(node: str) -> str:
+    return f"laglab-shaper-{node}"[:253]
+
+
+def configmap(api: KubeApi, name: str) -> dict | None:
+    try:
+        return api.request("GET", f"/api/v1/namespaces/{api.namespace}/configmaps/{name}")
+    except KubeError as error:
+        if error.not_found:
+            return None
+        raise
+
+
+def write_configmap(api: KubeApi, name: str, key: str, value: dict, labels: dict | None = None) -> None:
+    """Create or replace a ConfigMap of one JSON document (the API's answer to a lost race: try again)."""
+    path = f"/api/v1/namespaces/{api.namespace}/configmaps"
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/part-of": "laglab", **(labels or {})}},
+        "data": {key: json.dumps(value, sort_keys=True)},
+    }
+    current = configmap(api, name)
+    if current is None:
+        api.request("POST", path, body=body)
+    else:
+        body["metadata"]["resourceVersion"] = current["metadata"].get("resourceVersion")
+        api.request("PUT", f"{path}/{name}", body=body)
+
+
+def read_desired(api: KubeApi) -> tuple[int, list[Entry]]:
+    found = configmap(api, DESIRED)
+    if found is None:
+        return 0, []
+    desired = json.loads((found.get("data") or {}).get("desired.json") or "{}")
+    return int(desired.get("generation", 0)), [Entry.from_wire(e) for e in desired.get("entries", [])]
+
+
+class NodeShaper:
+    def __init__(self, api: KubeApi, platform: NodePlatform, backend, interval: float = 0.5, executor=None):
+        self.api, self.platform, self.interval = api, platform, interval
+        self.executor = executor if executor is not None else Executor(owns=platform.owns)
+        self.reconciler = Reconciler(platform, self.executor, backend)
+        self.generation: int | None = None  # held now (None: nothing applied yet)
+        self._stop = threading.Event()
+
+    def step(self) -> None:
+        """Read the desired state; make this node's pods hold it when it or the pods changed; report."""
+        generation, entries = read_desired(self.api)
+        lab = self.platform.list()
+        if generation == self.generation and not self.reconciler.stale(lab):
+            return
+        error = None
+        try:
+            self.reconciler.apply(entries, lab, force=self.generation is None)
+        except FAILURES as failure:
+            error = f"{type(failure).__name__}: {failure}"
+            log.error("applying generation %s failed: %s", generation, error)
+        self.generation = generation
+        write_configmap(
+            self.api,
+            status_name(self.platform.node),
+            "status.json",
+            {
+                "node": self.platform.node,
+                "generation": generation,
+                "applied_at": round(time.time(), 3),
+                "backend": self.reconciler.backend.name,
+                "services": sorted(self.reconciler.applied),
+                "error": error,
+            },
+            labels={"app.kubernetes.io/component": "shaper"},
+        )
+
+    def run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.step()
+            except Exception as error:  # the API or a namespace: try again at the next tick
+                log.warning("shaper step: %s: %s", type(error).__name__, error)
+            self._stop.wait(self.interval)
+
+    def stop(self, clear: bool = True) -> None:
+        self._stop.set()
+        if clear:
+            try:
+                self.reconciler.apply([], self.platform.list(), force=True)
+            except Exception as error:
+                log.error("clearing at exit failed: %s", error)
+        self.reconciler.stop()
+        self.executor.close()
+
+
+def main() -> None:
+    import signal
+
+    from .app import choose_backend, netem_available
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    environ = os.environ
+    api = KubeApi.from_environment(environ, namespace=environ.get("LAB_NAMESPACE"))
+    platform = NodePlatform(api, environ["NODE_NAME"])
+    setting = environ.get("SHAPING_BACKEND", "auto")
+    backend = choose_backend(setting, netem_available(Executor()) if setting == "auto" else None)
+    shaper = NodeShaper(api, platform, backend)
+    signal.signal(signal.SIGTERM, lambda *_: shaper._stop.set())
+    log.info("shaping the pods of %s on node %s with the %s backend", api.namespace, platform.node, backend.name)
+    shaper.run()
+    shaper.stop(clear=True)
+
+
+if __name__ == "__main__":
+    main()
