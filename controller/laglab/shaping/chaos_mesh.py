@@ -181,7 +181,7 @@ class ChaosMeshBackend:
     def __init__(self, timeout: float = IN_EFFECT_TIMEOUT, interval: float = 0.25):
         self.timeout, self.interval = timeout, interval
         self.platform = None
-        self.objects: dict[str, dict[str, dict]] = {}  # service -> object name -> body as created
+        self.labels: dict[str, str] = {}  # put on every object besides its own (app.py: the controller's run)
 
     # Supervised: the platform's API is how it acts.
     def attach(self, platform) -> None:
@@ -237,6 +237,7 @@ class ChaosMeshBackend:
             links.items(), key=lambda i: (i[0][0], i[0][1], i[0][2] or "")
         ):
             body = link_chaos(self.namespace, service, peer, direction, shaping)
+            body["metadata"]["labels"].update(self.labels)
             if self.platform is not None and getattr(self.platform, "owner", None):
                 body["metadata"]["ownerReferences"] = [self.platform.owner]
             plans[service][body["metadata"]["name"]] = body

@@ -5,6 +5,8 @@ controller holds no host privileges and only namespaced rights, databases spread
 Security level is stated, the configuration copies match the files compose.yaml mounts.
 `make test` installs kubectl (scripts/setup-host kubectl) and kubernetes-validate (requirements-dev)."""
 
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -15,7 +17,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[3]
 DEPLOY = ROOT / "deploy" / "kubernetes"
-KUSTOMIZATIONS = ["base", "overlays/chaos-mesh"]
+KUSTOMIZATIONS = ["base", "overlays/chaos-mesh", "overlays/shaper", "overlays/everything"]
 VERSIONS = [f"1.{minor}" for minor in range(30, 38)]
 
 
@@ -26,7 +28,10 @@ def kubectl() -> str:
 
 
 def render(name: str) -> list[dict]:
-    done = subprocess.run([kubectl(), "kustomize", str(DEPLOY / name)], capture_output=True, text=True, check=False)
+    """`name`: a folder under deploy/kubernetes, or an absolute path (kustomize needs --load-restrictor
+    LoadRestrictionsNone for an overlay outside the tree)."""
+    argv = [kubectl(), "kustomize", str(DEPLOY / name), "--load-restrictor", "LoadRestrictionsNone"]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     return [doc for doc in yaml.safe_load_all(done.stdout) if doc]
 
@@ -81,6 +86,30 @@ def test_the_chaos_mesh_component_grants_its_objects_and_says_so():
     assert not any(r["apiGroups"] == ["chaos-mesh.org"] for r in base_rules)
 
 
+def test_the_shaper_component_is_the_one_privileged_pod_and_says_so():
+    docs = render("overlays/shaper")
+    rules = controller_rights("overlays/shaper")  # the controller itself still holds nothing of the host
+    assert {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create", "update"]} in rules
+    env = of_kind(docs, "Deployment")["controller"]["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert {"name": "SHAPING_BACKEND", "value": "daemonset"} in env
+    shaper = of_kind(docs, "DaemonSet")["laglab-shaper"]["spec"]["template"]
+    pod = shaper["spec"]
+    assert pod["hostPID"] and pod["hostNetwork"] and shaper["metadata"]["labels"]["laglab.shaped"] == "never"
+    (container,) = pod["containers"]
+    assert container["command"] == ["python", "-m", "laglab.node_shaper"]
+    assert container["securityContext"] == {"capabilities": {"add": ["NET_ADMIN", "SYS_ADMIN", "SYS_PTRACE"]}}
+    assert not any("hostPath" in volume for volume in pod.get("volumes", []))
+    assert {e["name"] for e in container["env"]} == {"NODE_NAME", "LAB_NAMESPACE", "SHAPING_BACKEND"}
+    assert of_kind(docs, "Role")["laglab-shaper"]["rules"] == [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "create", "update"]},
+    ]
+    # A privileged pod needs the namespace to allow it: stated, and only with this component.
+    labels = of_kind(docs, "Namespace")["laglab"]["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "privileged"
+    assert not of_kind(render("base"), "DaemonSet")
+
+
 def test_databases_spread_over_nodes_and_run_the_official_image():
     sets = of_kind(render("base"), "StatefulSet")
     assert set(sets) == {"mysql-source", "mysql-target"}
@@ -102,7 +131,82 @@ def test_a_pod_security_level_is_stated_and_the_apparatus_is_never_shaped():
 
 
 def test_the_configuration_copies_are_the_files_compose_mounts():
-    copies = DEPLOY / "base" / "config"
-    for copy, original in (("source.cnf", "config/mysql/source.cnf"), ("target.cnf", "config/mysql/target.cnf"),
-                           ("db-health.sh", "config/db-health.sh")):  # fmt: skip
-        assert (copies / copy).read_text() == (ROOT / original).read_text(), f"{copy} differs from {original}"
+    pairs = {
+        "base/config/source.cnf": "config/mysql/source.cnf", "base/config/target.cnf": "config/mysql/target.cnf",
+        "base/config/db-health.sh": "config/db-health.sh",
+        "components/group-replication/config/node.cnf": "config/group-replication/node.cnf",
+        "components/group-replication/config/start.sh": "config/group-replication/start.sh",
+        "components/group-replication/config/db-health.sh": "config/db-health.sh",
+        "components/galera/config/node.cnf": "config/galera/node.cnf",
+        "components/galera/config/start.sh": "config/galera/start.sh",
+        "components/galera/config/db-health.sh": "config/db-health.sh",
+        "components/monitoring/config/prometheus.yml": "config/monitoring/prometheus.yml",
+    }  # fmt: skip
+    for copy, original in pairs.items():
+        assert (DEPLOY / copy).read_text() == (ROOT / original).read_text(), f"{copy} differs from {original}"
+    found = {str(p.relative_to(DEPLOY)) for p in DEPLOY.glob("*/*/config/*")} | {
+        str(p.relative_to(DEPLOY)) for p in DEPLOY.glob("base/config/*")
+    }
+    assert found == set(pairs), "a copy without its original, or an original without its copy"
+
+
+BASELINE_CAPABILITIES = {"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
+                         "NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"}  # fmt: skip
+
+
+def pod_templates(docs: list[dict]) -> dict[str, dict]:
+    return {f"{d['kind']}/{d['metadata']['name']}": d["spec"]["template"]["spec"] for d in docs
+            if d["kind"] in ("Deployment", "StatefulSet", "DaemonSet", "Job")}  # fmt: skip
+
+
+def baseline(pod: dict) -> list[str]:
+    """What Pod Security's baseline level forbids in a pod (the parts our manifests could hold)."""
+    broken = [k for k in ("hostPID", "hostNetwork", "hostIPC") if pod.get(k)]
+    broken += ["hostPath" for volume in pod.get("volumes", []) if "hostPath" in volume]
+    for container in pod["containers"]:
+        context = container.get("securityContext") or {}
+        if context.get("privileged"):
+            broken.append("privileged")
+        broken += sorted(set((context.get("capabilities") or {}).get("add", [])) - BASELINE_CAPABILITIES)
+    return broken
+
+
+@pytest.mark.parametrize("component", sorted(p.name for p in (DEPLOY / "components").iterdir()))
+def test_each_component_states_its_pod_security_level_and_its_pods_keep_to_it(component, tmp_path):
+    text = (DEPLOY / "components" / component / "kustomization.yaml").read_text()
+    level = re.search(r"^# Pod Security: (baseline|privileged)\b", text, re.M)
+    assert level, f"components/{component} states no Pod Security level"
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    relative = lambda path: os.path.relpath(path, overlay)  # noqa: E731 - kustomize takes no absolute paths
+    (overlay / "kustomization.yaml").write_text(yaml.safe_dump({
+        "resources": [relative(DEPLOY / "base")], "components": [relative(DEPLOY / "components" / component)]}))  # fmt: skip
+    docs = render(str(overlay))
+    enforced = of_kind(docs, "Namespace")["laglab"]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"]
+    assert enforced == level[1]
+    broken = {name: baseline(pod) for name, pod in pod_templates(docs).items() if baseline(pod)}
+    if level[1] == "baseline":
+        assert broken == {}
+    else:  # only the component's own pod needs more
+        assert set(broken) == {"DaemonSet/laglab-shaper"}, broken
+
+
+def test_the_clusters_are_compose_profiles_services_and_the_apparatus_is_never_shaped():
+    docs = render("overlays/everything")
+    sets = of_kind(docs, "StatefulSet")
+    assert set(sets) >= {f"{kind}-node{n}" for kind in ("gr", "galera") for n in (1, 2, 3)}
+    for kind, nodes in (("gr", "gr-node"), ("galera", "galera-node")):
+        for n in (1, 2, 3):
+            pod = sets[f"{nodes}{n}"]["spec"]["template"]["spec"]
+            env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+            assert env[f"{'GR' if kind == 'gr' else 'GALERA'}_NODE"] == str(n)
+            assert pod["containers"][0]["command"] == [
+                f"/laglab/{'group-replication' if kind == 'gr' else 'galera'}/start.sh"
+            ]
+            assert of_kind(docs, "Service")[f"{nodes}{n}"]["spec"]["publishNotReadyAddresses"] is True
+    for job in ("gr-setup", "galera-setup"):
+        template = of_kind(docs, "Job")[job]["spec"]["template"]
+        assert template["metadata"]["labels"]["laglab.shaped"] == "never"
+        assert template["spec"]["containers"][0]["command"][:3] == ["python", "-m", "laglab"]
+    prometheus = of_kind(docs, "Deployment")["prometheus"]["spec"]["template"]
+    assert prometheus["metadata"]["labels"]["laglab.shaped"] == "never"

@@ -117,6 +117,7 @@ def test_files_go_in_as_arguments_and_come_out_with_cat(kube, platform):
 
 
 def test_a_link_is_one_networkchaos_created_and_in_effect_only_once_injected(kube, shaping):
+    shaping.backend.labels = {"laglab.io/run": "20261126T000000Z-live"}  # app.py: the controller's recording
     shaping.put("mysql-source", parse_request({"delay": "90ms", "jitter": "5ms", "peer": "mysql-target"}))
     objects = kube.objects()
     name = "laglab-mysql-source-to-mysql-target"
@@ -129,7 +130,7 @@ def test_a_link_is_one_networkchaos_created_and_in_effect_only_once_injected(kub
         "metadata": {
             "name": name, "namespace": NS,
             "labels": {"app.kubernetes.io/managed-by": "laglab-controller", "laglab.io/service": "mysql-source",
-                       "laglab.io/peer": "mysql-target"},
+                       "laglab.io/peer": "mysql-target", "laglab.io/run": "20261126T000000Z-live"},
             "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "controller-6d5b8-abcde",
                                  "uid": "uid-controller", "blockOwnerDeletion": False}],
         },
