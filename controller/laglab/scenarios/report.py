@@ -165,6 +165,7 @@ def sweep_figure(summary: dict):
                 reference_line(ax, asked_rates[0], f"link {asked_rates[0]:g} Mbit/s", top)
             if metric in limits:  # a limit the scenario asserts (a target lag)
                 reference_line(ax, limits[metric], f"asserted < {limits[metric]:g}", top)
+            published_markers(ax, summary, metric, x_key)
             ax.set_ylabel(label)
             ax.grid(alpha=0.3)
             if len(rows) > 1:
@@ -212,10 +213,18 @@ def cluster_figure(summary: dict):
         return None
     fig, axes = plt.subplots(1, len(tables), figsize=(5.5 * len(tables), 4), squeeze=False)
     for ax, (kind, table) in zip(axes[0], tables.items(), strict=True):
+        colors = {}
         for delay, marker in zip(table["delays"], "osd^v<>", strict=False):
             ys = [table["seconds"].get((t, delay)) for t in table["threads"]]
             ys = [y if y is not None else float("nan") for y in ys]
-            ax.plot(table["threads"], ys, marker=marker, label=f"+{delay:g} ms on one node")
+            (line,) = ax.plot(table["threads"], ys, marker=marker, label=f"+{delay:g} ms on one node")
+            colors[delay] = line.get_color()
+
+        def color_of(rest: dict, colors=colors):  # the measured line of the same extra delay
+            found = words.number("cluster.delay", rest.get("cluster.delay"))
+            return colors.get(found[0]) if found else None
+
+        published_markers(ax, summary, "load_seconds", "load.threads", {"replicator.kind": kind}, color_of)
         ax.set_xscale("log", base=2)
         ax.set_xticks(table["threads"], [str(t) for t in table["threads"]])
         ax.set_xlabel("mysqlslap concurrency")
@@ -242,6 +251,102 @@ def cluster_lines(summary: dict) -> list[str]:
             cells = [_fmt(table["seconds"].get((t, d)), 2) for d in table["delays"]]
             lines.append(f"| {t} | " + " | ".join(cells) + " |")
     return lines
+
+
+METRIC_WORDS = {
+    "load_seconds": "seconds for the run", "tps": "TPS", "qps": "QPS", "max_lag_seconds": "max lag (s)",
+    "p95_lag_seconds": "p95 lag (s)", "lag_slope": "lag slope (s/s)", "link_mbit": "link Mbit/s",
+    "max_catch_up_seconds": "catch-up (s)",
+}  # fmt: skip
+
+
+def reference_cells(summary: dict) -> list[dict]:
+    """Each published cell with the point that measured it (None when the run had no such point: a
+    quick run), the ratio measured / published, and whether it is within the file's tolerance."""
+    ref = summary.get("reference")
+    if not ref:
+        return []
+    out = []
+    for figures in ref["figures"]:
+        for key, published in figures["values"].items():
+            cell = {**{k: str(v) for k, v in figures["at"].items()}, figures["by"]: key}
+            point = next(
+                (p for p in summary.get("points", []) if all(str(p["params"].get(k)) == v for k, v in cell.items())),
+                None,
+            )
+            measured = point.get(ref["metric"]) if point else None
+            ratio = measured / published if measured is not None and published else None
+            within = (
+                None if ratio is None or ref.get("not_comparable") else abs(ratio - 1) * 100 <= ref["tolerance_pct"]
+            )
+            out.append({"cell": cell, "published": published, "measured": measured, "ratio": ratio, "within": within})
+    return out
+
+
+def reference_lines(summary: dict) -> list[str]:
+    ref = summary.get("reference")
+    cells = reference_cells(summary)
+    if not cells:
+        return []
+    src, tolerance = ref["source"], ref["tolerance_pct"]
+    keys = list(cells[0]["cell"])
+    measured = [c for c in cells if c["ratio"] is not None]
+    within = sum(1 for c in measured if c["within"])
+    lines = [
+        "",
+        "## Published figures beside the measured ones",
+        "",
+        f"[{src['title']}]({src['url']}) ({src['author']}, {src['date']}). Their set-up: {src['setup']}.",
+        "",
+        (
+            f"Not comparable: {'; '.join(ref['not_comparable'])}. The published figures are shown beside this "
+            "run's, not judged."
+            if ref.get("not_comparable")
+            else f"{METRIC_WORDS.get(ref['metric'], ref['metric'])}: {within} of {len(measured)} measured cells within "
+            f"±{tolerance:g} % of the published figure"
+            + (
+                f"; {len(cells) - len(measured)} published cells had no point in this run"
+                if len(measured) < len(cells)
+                else ""
+            )
+            + "."
+        ),
+        "",
+        "| " + " | ".join(words.axis(k) for k in keys) + " | published | measured | measured ÷ published | |",
+        "|---" * (len(keys) + 4) + "|",
+    ]
+    for c in cells:
+        verdict = "" if c["within"] is None else ("within" if c["within"] else f"**outside ±{tolerance:g} %**")
+        lines.append(
+            "| "
+            + " | ".join(words.value(k, c["cell"][k]) for k in keys)
+            + f" | {_fmt(c['published'], 3)} | {_fmt(c['measured'], 3) if c['measured'] is not None else 'not measured'}"
+            + f" | {_fmt(c['ratio'], 2) if c['ratio'] is not None else '-'} | {verdict} |"
+        )
+    return lines
+
+
+def published_markers(ax, summary: dict, metric: str, x_key: str | None, at: dict[str, str] | None = None,
+                      color_of=None) -> None:  # fmt: skip
+    """The published figures of `metric` by `x_key` as hollow markers on `ax`: those whose fixed keys
+    match `at` (a cluster panel's kind), one series per remaining combination, in the colour of the
+    measured line it compares with (`color_of(rest)`), black otherwise."""
+    ref = summary.get("reference")
+    if not ref or ref["metric"] != metric or x_key is None:
+        return
+    for figures in ref["figures"]:
+        if figures["by"] != x_key or any(str(figures["at"].get(k)) != v for k, v in (at or {}).items()):
+            continue
+        pairs = [(words.number(x_key, float(k) if re.fullmatch(r"-?\d+(\.\d+)?", k) else k), y)
+                 for k, y in figures["values"].items()]  # fmt: skip
+        pairs = [(x[0], y) for x, y in pairs if x is not None]
+        if not pairs:
+            continue
+        rest = {k: v for k, v in figures["at"].items() if k not in (at or {})}
+        label = "published" + (f": {words.params(rest)}" if rest else "")
+        color = (color_of(rest) if color_of else None) or "black"
+        ax.plot([x for x, _ in pairs], [y for _, y in pairs], linestyle="none", marker="D", markersize=8,
+                markerfacecolor="none", markeredgecolor=color, markeredgewidth=1.5, label=label)  # fmt: skip
 
 
 SUSTAINED_SLOPE = 0.01  # s of lag per s: above it the replica falls behind for good
@@ -371,6 +476,7 @@ def render(run: Path) -> Path:
     lines += timeline_lines(summary)
     lines += replicator_lines(summary)
     lines += cluster_lines(summary)
+    lines += reference_lines(summary)
     best = sustained(summary)
     if best:
         lines += [

@@ -231,6 +231,11 @@ class ScenarioRun:
             + yaml.safe_dump(doc, sort_keys=False)
         )
 
+    def _reference(self) -> dict | None:
+        """The scenario's published figures, and whether this run's settings make them comparable."""
+        reference = self.plan.scenario.reference
+        return None if reference is None else reference.for_summary(self.plan.scenario)
+
     def _summary_doc(self, consistency_report) -> dict:
         return {
             "id": self.id,
@@ -242,6 +247,7 @@ class ScenarioRun:
             "quick": self.plan.quick,
             "sweep": self.plan.sweep,
             "link_between": list(self.plan.scenario.link.between),
+            "reference": self._reference(),
             "points": self.summary,
             # Points whose measured window had more runnable tasks than cores (hostload.py): CPU-bound
             # figures, not the network's.

@@ -242,6 +242,73 @@ class Assertion(Section):
         return f"{self.metric} {self.op} {self.value:g}"
 
 
+class Source(Section):
+    """Where published figures come from: enough to find them and to know what they measured."""
+
+    title: str = Field(min_length=1)
+    author: str = Field(min_length=1)
+    url: str = Field(pattern=r"^https?://\S+$")
+    date: str = Field(pattern=r"^\d{4}(-\d{2}(-\d{2})?)?$")
+    setup: str = Field(min_length=1, description="the published set-up, in one line")
+
+    @field_validator("date", mode="before")
+    @classmethod
+    def _date_as_written(cls, value):
+        return value.isoformat() if hasattr(value, "isoformat") else value  # YAML reads 2017-02-01 as a date
+
+
+class Figures(Section):
+    """One published series: the figures by the values of `by`, at fixed values of other swept keys."""
+
+    at: dict[str, str | int | float] = {}
+    by: str
+    values: dict[str, float] = Field(min_length=1)
+
+    @field_validator("values", mode="before")
+    @classmethod
+    def _keys_as_written(cls, value):
+        # YAML reads `{1: 51.6}` with an int key: compared as the sweep writes it (str of the value).
+        return {str(k): v for k, v in value.items()} if isinstance(value, dict) else value
+
+
+class Reference(Section):
+    """Published figures to hold the measured ones against, cell by cell (report.md: both, the
+    ratio, and the cells outside the tolerance)."""
+
+    source: Source
+    metric: Literal[METRICS]  # type: ignore[valid-type]
+    tolerance_pct: float = Field(25.0, gt=0, le=1000)
+    # Settings the published figures need to be comparable (e.g. load.queries: 500); a run without
+    # them (a quick one) shows the figures beside its own, marked not comparable.
+    when: dict[str, str | int | float] = {}
+    figures: list[Figures] = Field(min_length=1)
+
+    def for_summary(self, scenario: Scenario) -> dict:
+        """What summary.json keeps (the report renders it): the figures, and what makes them not
+        comparable with this run, if anything."""
+        return {**self.model_dump(mode="json"), "not_comparable": self.comparable(scenario)}
+
+    def comparable(self, scenario: Scenario) -> list[str]:
+        """The `when` settings this scenario does not have, in words ("load.queries is 200, not 500")."""
+        dumped = scenario.model_dump(mode="json")
+        missing = []
+        for dotted, wanted in self.when.items():
+            found: object = dumped
+            for part in dotted.split("."):
+                found = found.get(part) if isinstance(found, dict) else None
+            if str(found) != str(wanted):
+                missing.append(f"{dotted} is {found}, not {wanted}")
+        return missing
+
+    def cells(self) -> list[tuple[dict[str, str], float]]:
+        """(the swept values that name a cell, as strings; the published figure)."""
+        return [
+            ({**{k: str(v) for k, v in f.at.items()}, f.by: key}, value)
+            for f in self.figures
+            for key, value in f.values.items()
+        ]
+
+
 class Scenario(Section):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")
     description: str = ""
@@ -254,6 +321,7 @@ class Scenario(Section):
     cluster: Cluster | None = None
     timeline: list[Step] = []
     assertions: list[Assertion] = []
+    reference: Reference | None = None
 
     @model_validator(mode="after")
     def _cluster_rules(self):
@@ -453,6 +521,13 @@ def load_text(text: str, quick: bool = False, source: str = "scenario", base_dir
         base = Scenario.model_validate(raw, context=context)
     except ValidationError as error:
         raise _format_errors(error) from None
+    if base.reference is not None:
+        for index, figures in enumerate(base.reference.figures):
+            for key in [figures.by, *figures.at]:
+                if key not in sweep:
+                    raise ScenarioError(
+                        f"reference.figures.{index}", f"{key} is not a swept key (swept: {', '.join(sweep) or 'none'})"
+                    )
     points = []
     for index, combo in enumerate(itertools.product(*sweep.values()) if sweep else [()]):
         params = dict(zip(sweep, combo, strict=True))

@@ -44,7 +44,9 @@ def made_up_run(scenario: Path, folder: Path) -> dict:
             made.update(max_lag_seconds=0.2 * (i + 1), p95_lag_seconds=0.1 * (i + 1), lag_slope=0.001 * i,
                         link_mbit=1.0 + 0.1 * i)  # fmt: skip
         points.append(made)
-    summary.update(scenario=plan.scenario.name, sweep=dict(plan.sweep), points=points)
+    reference = plan.scenario.reference
+    summary.update(scenario=plan.scenario.name, sweep=dict(plan.sweep), points=points,
+                   reference=None if reference is None else reference.for_summary(plan.scenario))  # fmt: skip
     (folder / "summary.json").write_text(json.dumps(summary))
     return summary
 
