@@ -191,6 +191,18 @@ def test_each_component_states_its_pod_security_level_and_its_pods_keep_to_it(co
         assert set(broken) == {"DaemonSet/laglab-shaper"}, broken
 
 
+@pytest.mark.parametrize("name", KUSTOMIZATIONS)
+def test_every_configmap_a_pod_mounts_is_rendered(name):
+    """kustomize renames its generated ConfigMaps (a hash suffix) and rewrites the references it knows:
+    a reference it missed names a ConfigMap that does not exist in the cluster."""
+    docs = render(name)
+    present = set(of_kind(docs, "ConfigMap"))
+    for pod_name, pod in pod_templates(docs).items():
+        for volume in pod.get("volumes", []):
+            if "configMap" in volume:
+                assert volume["configMap"]["name"] in present, (pod_name, volume)
+
+
 def test_the_clusters_are_compose_profiles_services_and_the_apparatus_is_never_shaped():
     docs = render("overlays/everything")
     sets = of_kind(docs, "StatefulSet")
