@@ -146,6 +146,33 @@ class TwoNodes:
         self.kube.close()
 
 
+def check_a_link_across_the_nodes(nodes: TwoNodes, state_path, carrier: tuple[str, str]) -> None:
+    """The controller puts 60 ms on mysql-source -> mysql-target (node-a -> node-b): ping measures it,
+    the other links stay unshaped, `carrier` (node, service) is where the shaping sits, and a clear
+    takes it away. Both data path tests run this, each with its backend."""
+    from laglab.shaping.params import parse_request
+
+    manager = nodes.controller(state_path)
+    try:
+        before = nodes.ping("mysql-source", "mysql-target")
+        assert before["received"] == 20 and before["median"] < 5, before["output"][-300:]
+        manager.put("mysql-source", parse_request({"delay": "60ms", "peer": "mysql-target"}))
+        got = nodes.ping("mysql-source", "mysql-target")
+        assert got["received"] == 20 and abs(got["median"] - 60) <= 4, got["output"][-300:]
+        # Only that link: a pod on the source's node to the same receiver, and the two pods of node-a.
+        assert nodes.ping("loadgen", "mysql-target")["median"] < 5
+        assert nodes.ping("mysql-source", "loadgen")["median"] < 5
+        applied = {s.platform.node: s.reconciler.applied for s in nodes.shapers}
+        node, service = carrier
+        assert not applied[node][service].plan.empty
+        manager.clear()
+        after = nodes.ping("mysql-source", "mysql-target")
+        assert after["received"] == 20 and after["median"] < 5
+    finally:
+        manager.stop(clear_kernel=False)
+        manager.platform.unwatch()
+
+
 def userspace_backend():
     from laglab.shaping.backends import UserspaceBackend
 
