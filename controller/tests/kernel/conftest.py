@@ -186,9 +186,10 @@ def ping(src: str, dst: str, count: int = 50, interval: float = 0.02, user_time:
     times = [float(t) for t in re.findall(r"time=([\d.]+) ms", out)]
     dups = out.count("(DUP!)")
     received = re.search(r"(\d+) received", out)
+    sent = re.search(r"(\d+) packets transmitted", out)
     return {
         "times": times,
-        "sent": count,
+        "sent": int(sent.group(1)) if sent else count,
         "received": int(received.group(1)) if received else 0,
         "duplicates": dups,
         "median": statistics.median(times) if times else None,
