@@ -119,7 +119,7 @@ class LabCollector(Collector):
         )
         for run in self.runs.values():
             if run.status == "running":
-                info.add_metric([run.plan.scenario.name, str((run.point_index or 0) + 1)], {"id": run.id})
+                info.add_metric([run.plan.scenario.name, str(run.point.index + 1 if run.point else 1)], {"id": run.id})
         yield info
 
 

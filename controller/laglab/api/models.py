@@ -357,6 +357,9 @@ class Run(Out):
     eta_seconds: float
     results: str
     summary: list[dict] | None
+    knees: list[dict] = Field(
+        [], description="a search's answer per sweep point: knee, bracket, probes, state (empty without a search)"
+    )
 
 
 class Fault(Out):

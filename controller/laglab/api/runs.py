@@ -66,7 +66,7 @@ def scenarios():
         }  # fmt: skip
         try:
             plan = load_text(path.read_text(), base_dir=scenarios_dir())
-            entry.update(name=plan.scenario.name, description=plan.scenario.description, points=len(plan.points),
+            entry.update(name=plan.scenario.name, description=plan.scenario.description, points=plan.most_points(),
                          timeline_steps=len(plan.scenario.timeline))  # fmt: skip
         except (ScenarioError, OSError) as error:
             entry["error"] = str(error)[:300]

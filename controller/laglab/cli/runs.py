@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -19,14 +20,22 @@ def clock(seconds: float) -> str:
 
 
 def plan_lines(plan: Plan) -> list[str]:
-    """The expanded points, each in words, with its link, load and timeline: what --plan prints."""
+    """The expanded points, each in words, with its link, load and timeline: what --plan prints. With a
+    search, each point is a search and says the most probes it can take."""
     lines = []
+    if plan.search is not None:
+        most = plan.search.knee_search().most_probes()
+        lines.append(f"  search: {plan.search.describe()}; at most {most} probes per point below, "
+                     f"an undecided probe repeated with a window twice as long")  # fmt: skip
     for point in plan.points:
         s = point.scenario
         if s.link.matrix is not None:
             where = "matrix " + ", ".join(f"{a}-{b} {v['rtt']}" for (a, b), v in s.link.matrix.link_settings().items())
         else:
             where = f"link rtt={format_time(s.link.rtt)} rate={s.link.rate or '-'}"
+        searched = plan.search.param if plan.search is not None else None
+        if searched in ("link.rtt", "link.rate"):  # the probes' own value, not the group's placeholder
+            where = re.sub(rf"{searched.split('.')[1]}=\S+", f"{searched.split('.')[1]}=(searched)", where)
         if s.cluster is not None:
             delay = (
                 where if s.link.matrix is not None else f"node {s.cluster.delayed_node} +{format_time(s.cluster.delay)}"
@@ -35,7 +44,8 @@ def plan_lines(plan: Plan) -> list[str]:
                          f"{s.cluster.write_node}, threads={s.load.threads}, queries={s.load.queries}")  # fmt: skip
         else:
             lines.append(f"  {point.index + 1:>2}. {describe_point(point):40} {where}  load {s.load.script} "
-                         f"threads={s.load.threads} rate={s.load.rate or 'max'} for {format_time(s.load.duration)}")  # fmt: skip
+                         f"threads={'(searched)' if searched == 'load.threads' else s.load.threads} "
+                         f"rate={'(searched)' if searched == 'load.rate' else s.load.rate or 'max'} for {format_time(s.load.duration)}")  # fmt: skip
         for number, step in enumerate(s.timeline, start=1):
             times = step.occurrences(s.load.duration)
             repeat = f" x{len(times)} every {format_time(step.every)}" if step.every else ""
@@ -52,13 +62,27 @@ def summary_lines(run: dict) -> list[str]:
             lines.append(f"  {point['point']:>2}. {words.params(point['params'])} {point['load_seconds']} s, QPS {point['qps']}: {verdict}")  # fmt: skip
             continue
         lines.append(f"  {point['point']:>2}. {words.params(point['params'])} max lag {point['max_lag_seconds']} s, p95 {point['p95_lag_seconds']} s, "
-                     f"slope {point['lag_slope']}, TPS {point['tps']}, link {point['link_mbit']} Mbit/s: {verdict}")  # fmt: skip
+                     f"slope {point['lag_slope']}, TPS {point['tps']}, link {point['link_mbit']} Mbit/s: {verdict}"
+                     + (f" [{point['probe']['verdict']}]" if point.get("probe") else ""))  # fmt: skip
+    for knee in run.get("knees") or []:
+        at = f" at {words.params(knee['at'])}" if knee["at"] else ""
+        lines.append(f"  knee{at}: {knee_words(knee)}")
     for failed in run.get("cleanup_errors") or []:
         repair = f" - repair: {failed['repair']}" if failed.get("repair") else ""
         lines.append(f"  cleanup step {failed['step']} failed: {failed['error']}{repair}")
     if run.get("identical") is False:
         lines.append("  consistency: the target differs from the source (something was lost): see the report")
     return lines
+
+
+def knee_words(knee: dict) -> str:
+    """A search's answer in a line: `highest load rate sustained 141 TPS (not at 150 TPS), 5 probes`."""
+    if knee["knee"] is None:
+        return f"nothing from the start held ({knee['probes']} probes)"
+    found = f"{knee['goal']} {words.axis(knee['param'])} sustained {words.value(knee['param'], knee['knee'])}"
+    bad = knee["bracket"][1] if knee.get("bracket") else None
+    bracket = f" (not at {words.value(knee['param'], bad)})" if bad is not None else " (the whole range held)"
+    return f"{found}{bracket}, {knee['probes']} probes, {knee['state']}"
 
 
 @click.command()
@@ -83,12 +107,17 @@ def run(session: Session, file: Path, quick: bool, plan_only: bool) -> None:
     except (ScenarioError, OSError) as error:
         raise Failure(f"{file}: {error}", "usage") from error
     if not session.json_output:
-        click.echo(f"{plan.scenario.name}: {len(plan.points)} point(s), ETA {clock(plan.eta_seconds())}{' (quick)' if quick else ''}")  # fmt: skip
+        if plan.search is None:
+            click.echo(f"{plan.scenario.name}: {len(plan.points)} point(s), ETA {clock(plan.eta_seconds())}{' (quick)' if quick else ''}")  # fmt: skip
+        else:
+            click.echo(f"{plan.scenario.name}: {len(plan.points)} search(es), at most {plan.most_points()} probes, "
+                       f"at most {clock(plan.eta_seconds())}{' (quick)' if quick else ''}")  # fmt: skip
         for line in plan_lines(plan):
             click.echo(line)
     if plan_only:
         if session.json_output:
-            session.emit({"scenario": plan.scenario.name, "points": [describe_point(p) for p in plan.points], "eta_seconds": plan.eta_seconds()}, None)  # fmt: skip
+            session.emit({"scenario": plan.scenario.name, "points": [describe_point(p) for p in plan.points], "eta_seconds": plan.eta_seconds(),
+                          "most_points": plan.most_points(), "search": None if plan.search is None else plan.search.describe()}, None)  # fmt: skip
         return
     answer = session.request("POST", "/api/runs", {"scenario": file.read_text(), "quick": quick}, timeout=30)
     if answer.status_code == 400:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ..counters import counter_delta
 from ..stats import percentile
+from .search import slope_interval
 
 CAUGHT_UP_BELOW = 1.0  # seconds of lag: the replica counts as caught up again after a disruption
 
@@ -122,6 +123,7 @@ class PointRecording:
         self.start: float | None = None
         self.end: float | None = None
         self.lags = array.array("d")
+        self.times = array.array("d")  # each lag sample's epoch (the slope's confidence interval)
         self.slope: RunningSlope | None = None
         self.gaps = 0
         self._before: dict[tuple[str, str], list[tuple[float, int]]] = {}
@@ -152,6 +154,7 @@ class PointRecording:
                 self.gaps += 1
             if self.start is not None and sample.epoch >= self.start and sample.lag_seconds is not None:
                 self.lags.append(sample.lag_seconds)
+                self.times.append(sample.epoch)
                 self.slope.add(sample.epoch, sample.lag_seconds)
             if sample.status == "ok" and sample.lag_seconds is not None and sample.lag_seconds < CAUGHT_UP_BELOW:
                 for event in [e for e in self._catch_up if sample.epoch >= e["effect_epoch"]]:
@@ -222,12 +225,15 @@ class PointRecording:
         with self._lock:
             lags = self.lags
             slope = self.slope.value if self.slope else None
+            interval = slope_interval(list(zip(self.times, lags, strict=True)))
             return {
                 "lag_samples": len(lags),
                 "gaps": self.gaps,
                 "max_lag_seconds": round(max(lags), 3) if lags else None,
                 "p95_lag_seconds": round(percentile(lags, 95), 3) if lags else None,
                 "lag_slope": None if slope is None else round(slope, 5),
+                # its 95 % interval from per-second means, widened for their autocorrelation (search.py)
+                "lag_slope_ci": None if interval is None else interval.as_json(),
                 "links_mbit": {pair: b.mbit for pair, b in self._bytes.items()},
                 **(
                     {"node_max_lag_seconds": {k: round(v, 3) for k, v in sorted(self.node_max.items())}}

@@ -17,7 +17,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from . import words
+from . import report_search, words
 
 
 def _csv(path: Path) -> list[dict]:
@@ -408,7 +408,8 @@ def render(run: Path) -> Path:
     summary = json.loads((run / "summary.json").read_text())
     environment = json.loads((run / "environment.json").read_text()) if (run / "environment.json").exists() else {}
     clustered = any(p.get("cluster") for p in summary.get("points", []))
-    makers = (cluster_plot,) if clustered else (sweep_plot, lag_plot)
+    searched = bool(summary.get("knees"))
+    makers = (cluster_plot,) if clustered else (report_search.plot, lag_plot) if searched else (sweep_plot, lag_plot)
     plots = [p for p in (make(run, summary) for make in makers) if p]
     lines = [
         f"# {summary['scenario']} - {summary['status']}",
@@ -441,6 +442,8 @@ def render(run: Path) -> Path:
                 found = ", ".join(map(str, found))
             lines.append(f"| {key.replace('_', ' ')} | {found} |")
     swept = list(summary.get("sweep") or {})
+    if searched:  # the probes' own value is a column too
+        swept.append(summary["knees"][0]["param"])
     lines += [
         "",
         "## Points",
@@ -477,6 +480,7 @@ def render(run: Path) -> Path:
     lines += replicator_lines(summary)
     lines += cluster_lines(summary)
     lines += reference_lines(summary)
+    lines += report_search.lines(summary)
     best = sustained(summary)
     if best:
         lines += [

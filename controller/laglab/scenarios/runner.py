@@ -24,6 +24,7 @@ from ..replicators import KINDS, for_kind
 from ..results import Run, iso
 from . import environment, measure, report, summarise
 from .recording import PointRecording
+from .search import judge
 from .spec import Plan, Point, describe_point
 from .timeline import EVENT_COLUMNS, TimelineRun
 
@@ -75,7 +76,8 @@ class ScenarioRun:
         self.text = text
         self.status = RunStatus.PENDING
         self.reason: str | None = None
-        self.point_index: int | None = None
+        self.point: Point | None = None  # the point being measured (a sweep point, or a search's probe)
+        self.knees: list[dict] = []  # a search's answer per sweep point, as each one ends
         self.step = "queued"
         self.started = time.time()
         self.finished: float | None = None
@@ -104,10 +106,11 @@ class ScenarioRun:
             "scenario": self.plan.scenario.name,
             "status": self.status,
             "reason": self.reason,
-            "points": len(self.plan.points),
-            "point": None if self.point_index is None else self.point_index + 1,
-            "point_params": None if self.point_index is None else self.plan.points[self.point_index].params,
-            "point_words": None if self.point_index is None else describe_point(self.plan.points[self.point_index]),
+            # with a search: the most points it can take (it usually ends sooner)
+            "points": self.plan.most_points(),
+            "point": None if self.point is None else self.point.index + 1,
+            "point_params": None if self.point is None else self.point.params,
+            "point_words": None if self.point is None else describe_point(self.point),
             "step": self.step,
             "elapsed_seconds": round(elapsed, 1),
             "eta_seconds": round(eta, 1),
@@ -115,6 +118,7 @@ class ScenarioRun:
             "summary": self.summary,
             "identical": self.identical,
             "cleanup_errors": self.cleanup_errors,
+            "knees": self.knees,
         }
 
     def start(self) -> None:
@@ -168,12 +172,12 @@ class ScenarioRun:
         try:
             self._check("describing the environment")
             self.run.write_json("environment.json", environment.describe(self.lab))
-            for point in self.plan.points:
-                self.point_index = point.index
+            for point in self._points():
+                self.point = point
                 if self.lab.events is not None:
                     self.lab.events.add(
                         "run",
-                        f"{self.plan.scenario.name} point {point.index + 1}/{len(self.plan.points)}: {describe_point(point)}",
+                        f"{self.plan.scenario.name} point {point.index + 1}/{self.plan.most_points()}: {describe_point(point)}",
                     )
                 self.summary.append(self._run_point(point))
                 self.run.write_json("summary.json", self._summary_doc(consistency_report))
@@ -206,6 +210,48 @@ class ScenarioRun:
             except Exception as error:  # a report problem must not hide the run's own status
                 log.error("report for %s failed: %s", self.id, error)
             self.step = "done"
+
+    def _points(self):
+        """The points to measure: the sweep's, or each search's probes as it asks for them (a probe's
+        verdict is read from its result, appended to self.summary before the next one is asked)."""
+        search = self.plan.search
+        if search is None:
+            yield from self.plan.points
+            return
+        for group in self.plan.points:
+            knee = search.knee_search()
+            numbers = []
+            while (asked := knee.next()) is not None:
+                value, factor = asked
+                yield self.plan.probe(group, value, factor, index=len(self.summary))
+                result = self.summary[-1]
+                rate = float(result["params"][search.param]) if search.param == "load.rate" else None
+                verdict, slope, why = judge(search.criterion, result, asked_rate=rate)
+                knee.record(value, verdict, slope)
+                numbers.append(result["point"])
+                result["probe"] = {"search": group.index + 1, "param": search.param, "value": search.value(value),
+                                   "window_factor": factor, "verdict": verdict, "why": why}  # fmt: skip
+                self._write_knee(group, knee, numbers, final=False)
+            self._write_knee(group, knee, numbers, final=True)
+
+    def _write_knee(self, group: Point, knee, numbers: list[int], final: bool) -> None:
+        """The search's answer for one sweep point so far (summary.json), replaced as probes come in."""
+        search = self.plan.search
+        result = knee.result()
+        entry = {
+            "search": group.index + 1,
+            "at": group.params,
+            "param": search.param,
+            "goal": "highest" if search.highest else "lowest",
+            "until": search.until,
+            "resolution": search.resolution,
+            **result,
+            "knee": None if result["knee"] is None else search.value(result["knee"]),
+            "bracket": None if result["bracket"] is None else [None if v is None else search.value(v) for v in result["bracket"]],
+            "points": list(numbers),
+            "final": final,
+        }  # fmt: skip
+        self.knees[:] = [k for k in self.knees if k["search"] != entry["search"]] + [entry]
 
     def _feeds(self) -> list:
         """The recorders this run streams from, each with the subscriber that hands a sample to the
@@ -249,6 +295,9 @@ class ScenarioRun:
             "link_between": list(self.plan.scenario.link.between),
             "reference": self._reference(),
             "points": self.summary,
+            # a search's answers: one per sweep point, and `knee` by knob when there is one (assertions:
+            # summary["knee"]["load.rate"] >= 150)
+            **self._knee_doc(),
             # Points whose measured window had more runnable tasks than cores (hostload.py): CPU-bound
             # figures, not the network's.
             "host_saturated_points": [p["point"] for p in self.summary if (p.get("host") or {}).get("saturated")],
@@ -261,6 +310,14 @@ class ScenarioRun:
                 if k in consistency_report
             },
         }
+
+    def _knee_doc(self) -> dict:
+        if self.plan.search is None:
+            return {}
+        doc: dict = {"search": self.plan.search.model_dump(mode="json", by_alias=True), "knees": self.knees}
+        if len(self.plan.points) == 1 and self.knees:
+            doc["knee"] = {self.plan.search.param: self.knees[0]["knee"]}
+        return doc
 
     # --- one point ---
     def _replicator_for(self, point: Point):

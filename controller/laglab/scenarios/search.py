@@ -1,6 +1,7 @@
-"""The search for a knee (issue #24, in progress: the runner does not call it yet): the highest value of a
-knob that keeps a criterion (a load rate the link sustains), or the lowest (the slowest link that
-carries a load), found by growing the step until the criterion fails and then bisecting the bracket.
+"""The search for a knee (a scenario's `search:`): the highest value of a knob that keeps a criterion
+(a load rate the link sustains), or the lowest (the slowest link that carries a load), found by
+growing the step until the criterion fails and then bisecting the bracket. The runner measures each
+probe as a point of the run; this module decides what to probe next and what a probe's figures say.
 
 A probe's verdict is statistical, not one figure: the lag slope over the measured window with its
 confidence interval. Sustained when the whole interval is under the limit, not sustained when the whole
@@ -15,6 +16,7 @@ import itertools
 import math
 import re
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 SUSTAINED, NOT_SUSTAINED, UNDECIDED = "sustained", "not sustained", "undecided"
@@ -41,6 +43,14 @@ class Slope:
     high: float
     seconds: int  # per-second means it was fitted on
     effective: float  # their effective number once autocorrelation is counted
+
+    def as_json(self) -> dict:
+        return {"slope": round(self.slope, 5), "low": round(self.low, 5), "high": round(self.high, 5),
+                "seconds": self.seconds, "effective": self.effective}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, doc: dict | None) -> Slope | None:
+        return None if doc is None else cls(doc["slope"], doc["low"], doc["high"], doc["seconds"], doc["effective"])
 
 
 def slope_interval(samples: list[tuple[float, float]]) -> Slope | None:
@@ -114,10 +124,14 @@ class KneeSearch:
     highest: bool = True
     growth: float = 2.0
     max_probes: int = 12
+    # The knob's own step (whole TPS, whole kbit/s): a probe is asked at rounded values, and the search
+    # ends when the next one would repeat a value already measured (the bracket is as tight as it goes).
+    rounding: Callable[[float], float] = float
     probes: list[Probe] = field(default_factory=list)
     good: float | None = None  # the best value known sustained
     bad: float | None = None  # the nearest value known not sustained
     _pending: tuple[float, int] | None = None  # (value, window factor) asked and not yet recorded
+    _finest: bool = False  # the knob's step is reached: nothing lies between good and bad
 
     def __post_init__(self):
         if not 0 < self.low < self.high:
@@ -139,15 +153,20 @@ class KneeSearch:
         if len(self.probes) >= self.max_probes or self.done:
             return None
         if not self.probes:
-            self._pending = (self.start, 1)
+            self._pending = (self.rounding(self.start), 1)
         elif self.bad is None:  # still growing (or shrinking) the step
             edge = self.high if self.highest else self.low
             value = min(self.good * self.growth, edge) if self.highest else max(self.good / self.growth, edge)
+            value = self.rounding(value)
             if value == self.good:  # the whole range holds
                 return None
             self._pending = (value, 1)
         else:
-            self._pending = (math.sqrt(self.good * self.bad) if self.good else self.bad / 2, 1)
+            value = self.rounding(math.sqrt(self.good * self.bad) if self.good else self.bad / 2)
+            if value in (self.good, self.bad):
+                self._finest = True
+                return None
+            self._pending = (value, 1)
         return self._pending
 
     def record(self, value: float, verdict: str, slope: Slope | None = None) -> None:
@@ -169,7 +188,7 @@ class KneeSearch:
             return True  # even the start fails: no knee in the range
         if self.good is None or self.bad is None:
             return False
-        return abs(self.bad - self.good) / self.good <= self.resolution
+        return self._finest or abs(self.bad - self.good) / self.good <= self.resolution
 
     def result(self) -> dict:
         """The knee and its bracket, for summary.json and the report."""
@@ -190,3 +209,19 @@ class KneeSearch:
         steps = math.ceil(math.log(self.high / self.low, self.growth)) + 1
         bisections = max(0, math.ceil(math.log2(max(1.0, (self.growth - 1) / self.resolution))))
         return min(self.max_probes, 2 * (steps + bisections))
+
+
+def judge(criterion: Criterion, point: dict, asked_rate: float | None = None) -> tuple[str, Slope | None, str]:
+    """A measured point's verdict (summary.json's figures), its slope and why, in words. A load that
+    failed, or a write rate the source did not take (under 95 % of the asked TPS), is not sustained
+    whatever the lag did: the load asked was not the load that ran."""
+    slope = Slope.from_json(point.get("lag_slope_ci"))
+    if point.get("load_error"):
+        return NOT_SUSTAINED, slope, f"the load failed: {point['load_error']}"
+    if asked_rate and (point.get("tps") or 0) < 0.95 * asked_rate:
+        return NOT_SUSTAINED, slope, f"the source took {point.get('tps') or 0:g} of {asked_rate:g} TPS asked"
+    verdict = criterion.verdict(slope)
+    if slope is None:
+        return verdict, None, "too few lag samples for a slope"
+    relation = {SUSTAINED: "under", NOT_SUSTAINED: "over", UNDECIDED: "across"}[verdict]
+    return verdict, slope, f"the interval lies {relation} {criterion.limit:g} s/s"

@@ -17,6 +17,7 @@ from typing import Literal
 
 import yaml
 from pydantic import (
+    ConfigDict,
     Field,
     ValidationError,
     ValidationInfo,
@@ -29,8 +30,18 @@ from .. import presets
 from ..load import SCRIPTS, Profile
 from ..replicators import KINDS
 from ..shaping.matrix import Matrix, MatrixError
-from ..shaping.params import Impairment, ParamError, Request, format_time, half_link, parse_percent, parse_rate
+from ..shaping.params import (
+    Impairment,
+    ParamError,
+    Request,
+    format_time,
+    half_link,
+    parse_percent,
+    parse_rate,
+    parse_time,
+)
 from .fields import Seconds, Section
+from .search import Criterion, KneeSearch
 from .timeline import Step
 
 METRICS = (
@@ -242,6 +253,108 @@ class Assertion(Section):
         return f"{self.metric} {self.op} {self.value:g}"
 
 
+# A searchable knob -> which end of it is sought by default: the highest write rate (or client count,
+# or RTT) that keeps the criterion, the lowest link rate that does.
+SEARCHABLE = {"load.rate": "highest", "load.threads": "highest", "link.rtt": "highest", "link.rate": "lowest"}
+
+
+class Search(Section):
+    """`search:` the knee of one knob instead of a list of its values (search.py): probes grow from
+    `from` (or shrink from `to`, for the lowest) until `until` fails, then bisect to `resolution`.
+    Values in the knob's own units: TPS, threads, '250ms', '2mbit'."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    param: Literal[tuple(SEARCHABLE)]  # type: ignore[valid-type]
+    low: int | float | str = Field(alias="from")
+    high: int | float | str = Field(alias="to")
+    until: str = "lag_slope < 0.005"
+    resolution: str | float = "5%"
+    goal: Literal["highest", "lowest"] | None = None
+    max_probes: int = Field(12, ge=2, le=40)
+
+    @field_validator("until")
+    @classmethod
+    def _until(cls, value):
+        try:
+            Criterion.parse(value)
+        except ValueError as error:
+            raise ValueError(str(error).removeprefix("until: ")) from None
+        return value
+
+    @field_validator("resolution")
+    @classmethod
+    def _resolution(cls, value):
+        try:
+            fraction = parse_percent("resolution", value) if isinstance(value, str) else float(value)
+        except ParamError as error:
+            raise ValueError(error.detail) from None
+        if not 0 < fraction < 1:
+            raise ValueError(f"{value!r} is not a fraction between 0 and 1 (write it like '5%')")
+        return value
+
+    @model_validator(mode="after")
+    def _range(self):
+        for name in ("low", "high"):
+            try:
+                self.number(getattr(self, name))
+            except (ParamError, ValueError, TypeError) as error:
+                detail = getattr(error, "detail", str(error))
+                raise ValueError(f"{'from' if name == 'low' else 'to'}: {detail}") from None
+        if not 0 < self.number(self.low) < self.number(self.high):
+            raise ValueError(f"to: must be above from ({self.low} .. {self.high})")
+        return self
+
+    def number(self, raw) -> float:
+        """A value of the knob as the search counts it: TPS, threads, seconds, bits per second."""
+        if self.param == "link.rate":
+            return parse_rate("from", raw)
+        if self.param == "link.rtt":
+            if not isinstance(raw, str):
+                raise ValueError(f"{raw!r} has no unit; write it like '250ms'")
+            return parse_time("from", raw, high=120.0)
+        if isinstance(raw, bool) or not isinstance(raw, int | float):
+            raise ValueError(f"{raw!r} is not a number")
+        return float(raw)
+
+    def value(self, number: float):
+        """A probe's value as a scenario writes it."""
+        if self.param == "link.rate":
+            return f"{number / 1000:g}kbit"
+        if self.param == "link.rtt":
+            return f"{number * 1000:g}ms"
+        return int(number)
+
+    def rounding(self, number: float) -> float:
+        """The knob's step: whole TPS or threads, whole kbit/s, tenths of a ms."""
+        if self.param == "link.rate":
+            return round(number / 1000) * 1000.0
+        if self.param == "link.rtt":
+            return round(number * 10000) / 10000
+        return float(max(1, round(number)))
+
+    @property
+    def highest(self) -> bool:
+        return (self.goal or SEARCHABLE[self.param]) == "highest"
+
+    @property
+    def criterion(self) -> Criterion:
+        return Criterion.parse(self.until)
+
+    def knee_search(self) -> KneeSearch:
+        fraction = parse_percent("resolution", self.resolution) if isinstance(self.resolution, str) else self.resolution
+        return KneeSearch(
+            self.number(self.low), self.number(self.high), resolution=float(fraction), highest=self.highest,
+            max_probes=self.max_probes, rounding=self.rounding,
+        )  # fmt: skip
+
+    def describe(self) -> str:
+        goal = "highest" if self.highest else "lowest"
+        return (
+            f"the {goal} {self.param} from {self.low} to {self.high} with {self.until} (resolution {self.resolution})"
+        )
+
+
 class Source(Section):
     """Where published figures come from: enough to find them and to know what they measured."""
 
@@ -322,6 +435,7 @@ class Scenario(Section):
     timeline: list[Step] = []
     assertions: list[Assertion] = []
     reference: Reference | None = None
+    search: Search | None = None
 
     @model_validator(mode="after")
     def _cluster_rules(self):
@@ -410,6 +524,7 @@ class Point(Section):
     index: int
     params: dict[str, object]
     scenario: Scenario
+    tree: dict = Field(default_factory=dict, exclude=True)  # the raw file it was validated from (probes)
 
     def plan(self) -> PointPlan:
         s = self.scenario
@@ -445,12 +560,41 @@ class Point(Section):
 
 
 class Plan(Section):
+    """The points to measure; with a `search:`, the points are the searches (one per sweep point) and
+    each one's probes are made as it goes (`probe`)."""
+
     scenario: Scenario
     sweep: dict[str, list]
     points: list[Point]
     quick: bool
+    base_dir: Path | None = Field(None, exclude=True)
+
+    @property
+    def search(self) -> Search | None:
+        return self.scenario.search
+
+    def most_points(self) -> int:
+        """Points measured at most: every sweep point, or every search's most probes."""
+        if self.search is None:
+            return len(self.points)
+        return len(self.points) * self.search.knee_search().most_probes()
+
+    def probe(self, group: Point, value: float, window_factor: int, index: int) -> Point:
+        """A search's probe as a point of the run: the group's scenario with the knob at `value`, and
+        the measured window `window_factor` times as long (an undecided probe's repeat)."""
+        tree = copy.deepcopy(group.tree)
+        _set(tree, self.search.param, self.search.value(value))
+        if window_factor > 1:
+            _set(tree, "load.duration", format_time(group.scenario.load.duration * window_factor))
+        params = {**group.params, self.search.param: self.search.value(value)}
+        try:
+            scenario = Scenario.model_validate(tree, context={"base_dir": self.base_dir})
+        except ValidationError as error:
+            raise _format_errors(error, prefix=f"search probe ({_describe(params)}): ") from None
+        return Point(index=index, params=params, scenario=scenario, tree=tree)
 
     def eta_seconds(self) -> float:
+        """The run's length; with a search, its longest (every search takes its most probes)."""
         per_point = []
         for p in self.points:
             if p.scenario.cluster is not None:  # mysqlslap runs to completion: a rough guess
@@ -458,7 +602,8 @@ class Plan(Section):
                 continue
             verify = 3 + (2 * p.scenario.verify.throughput_seconds + 2 if p.scenario.link.rate else 0)
             per_point.append(10 + verify + p.scenario.warmup + p.scenario.load.seconds)
-        return sum(per_point) + 30  # data preparation check, consistency check
+        probes = 1 if self.search is None else self.search.knee_search().most_probes()
+        return sum(per_point) * probes + 30  # data preparation check, consistency check
 
 
 def _set(tree: dict, dotted: str, value) -> None:
@@ -528,6 +673,9 @@ def load_text(text: str, quick: bool = False, source: str = "scenario", base_dir
                     raise ScenarioError(
                         f"reference.figures.{index}", f"{key} is not a swept key (swept: {', '.join(sweep) or 'none'})"
                     )
+    search = base.search
+    if search is not None:
+        _check_search(search, sweep, base)
     points = []
     for index, combo in enumerate(itertools.product(*sweep.values()) if sweep else [()]):
         params = dict(zip(sweep, combo, strict=True))
@@ -535,11 +683,32 @@ def load_text(text: str, quick: bool = False, source: str = "scenario", base_dir
         for dotted, value in params.items():
             _set(tree, dotted, value)
         try:
-            scenario = Scenario.model_validate(tree, context=context)
-            points.append(Point(index=index, params=params, scenario=scenario))
+            # A search's either end, checked at every sweep point before anything runs.
+            ends = [search.low, search.high] if search is not None else [None]
+            for end in ends:
+                if end is not None:
+                    _set(tree, search.param, search.value(search.number(end)))
+                scenario = Scenario.model_validate(tree, context=context)
+            points.append(Point(index=index, params=params, scenario=scenario, tree=tree))
         except ValidationError as error:
             raise _format_errors(error, prefix=f"sweep point {index + 1} ({_describe(params)}): ") from None
-    return Plan(scenario=base, sweep=sweep, points=points, quick=quick)
+    return Plan(scenario=base, sweep=sweep, points=points, quick=quick, base_dir=base_dir)
+
+
+def _check_search(search: Search, sweep: dict, base: Scenario) -> None:
+    """What a search needs of the rest of the file."""
+    if search.param in sweep:
+        raise ScenarioError(f"sweep.{search.param}", "is searched (search.param): leave it out of the sweep")
+    kinds = [base.replicator.kind] + [
+        v.get("kind", "native") if isinstance(v, dict) else v for v in sweep.get("replicator", [])
+    ] + list(sweep.get("replicator.kind", []))  # fmt: skip
+    for kind in kinds:
+        if kind in KINDS and not KINDS[kind].records_lag:
+            raise ScenarioError("search", f"decides on the heartbeat's lag slope, which {kind} does not record")
+    if base.load.tool != "sysbench":
+        raise ScenarioError("search", "needs a load that runs for load.duration (sysbench)")
+    if search.param == "link.rate" and base.link.matrix is not None:
+        raise ScenarioError("search.param", "link.rate with a matrix: the matrix sets every link's rate")
 
 
 def load_file(path: Path, quick: bool = False) -> Plan:

@@ -57,6 +57,33 @@ def test_latency_sweep_quick(api):
     assert "| # | RTT | RTT asked / measured (ms) |" in text and "| 2 | 250 ms |" in text
 
 
+def test_max_pressure_quick_search_finds_the_knee_on_a_2_mbit_link(api):
+    """replication-max-pressure --quick: the highest write rate native replication sustains at 2 Mbit/s
+    and 250 ms, searched (50 TPS doubling, then bisected to 50 %): a knee with its bracket in a few
+    probes, and the link, not the host, is what the failing probe ran into."""
+    done, summary, folder = run_scenario("replication-max-pressure")
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert summary["status"] == "completed" and summary["consistency"]["identical"] is True
+    (knee,) = summary["knees"]
+    assert knee["state"] == "found" and knee["final"] and knee["probes"] <= 6, knee
+    good, bad = knee["bracket"]
+    assert summary["knee"] == {"load.rate": good} and 50 <= good < bad <= 400, knee
+    assert (bad - good) / good <= 0.5
+    probes = {p["probe"]["value"]: p for p in summary["points"]}
+    assert [p["point"] for p in summary["points"]] == knee["points"] == list(range(1, knee["probes"] + 1))
+    held, failed = probes[good], probes[bad]
+    assert held["probe"]["verdict"] == "sustained" and held["lag_slope_ci"]["high"] < 0.005, held
+    assert failed["probe"]["verdict"] == "not sustained", failed
+    # The failing probe filled the link (its measured goodput), while the one that held did not need to.
+    goodput = failed["verification"]["throughput_mbit"]
+    assert failed["link_mbit"] >= 0.85 * goodput, (failed["link_mbit"], goodput)
+    assert held["binlog_mbit"] < goodput, (held["binlog_mbit"], goodput)
+    assert f"knee at native, uncompressed: highest load rate sustained {good} TPS (not at {bad} TPS)" in done.stdout
+    text = (folder / "report.md").read_text()
+    assert f"the highest load rate that holds: **{good} TPS**; {bad} TPS did not" in text
+    assert (folder / "search.png").stat().st_size > 0
+
+
 def test_client_bandwidth_quick():
     done, summary, folder = run_scenario("client-bandwidth")
     assert done.returncode == 0, done.stdout[-3000:]

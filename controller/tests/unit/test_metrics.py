@@ -60,7 +60,10 @@ def samples(text: str) -> dict:
 
 def test_metrics_follow_the_lab_state():
     run = SimpleNamespace(
-        status="running", plan=SimpleNamespace(scenario=SimpleNamespace(name="latency-sweep")), point_index=2, id="r1"
+        status="running",
+        plan=SimpleNamespace(scenario=SimpleNamespace(name="latency-sweep")),
+        point=SimpleNamespace(index=2),
+        id="r1",
     )
     got = samples(render(fake_lab(), {"r1": run}).decode())
     assert got[("laglab_replication_lag_seconds", (("replica", "mysql-target"),))] == 0.25

@@ -4,11 +4,22 @@ lag series does."""
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
 
-from laglab.scenarios.search import NOT_SUSTAINED, SUSTAINED, UNDECIDED, Criterion, KneeSearch, slope_interval
+from laglab.scenarios.runner import ScenarioRun
+from laglab.scenarios.search import (
+    NOT_SUSTAINED,
+    SUSTAINED,
+    UNDECIDED,
+    Criterion,
+    KneeSearch,
+    judge,
+    slope_interval,
+)
+from laglab.scenarios.spec import load_text
 
 
 def lag_series(slope: float, seconds: int, noise: float, rng: random.Random, hz: int = 10) -> list[tuple[float, float]]:
@@ -104,3 +115,115 @@ def test_bad_searches_are_refused_naming_the_field():
         Criterion.parse("max_lag_seconds < 3")
     with pytest.raises(ValueError, match="until: 'lag_slope > 1'"):
         Criterion.parse("lag_slope > 1")
+
+
+def test_a_whole_step_ends_the_bisection_when_nothing_lies_between():
+    # A knee at 100.5 TPS in whole TPS: 100 holds, 101 does not, and nothing lies between them.
+    search = run(KneeSearch(50, 1000, resolution=0.001, rounding=lambda v: float(round(v))), system(100.5 / 1.1),
+                 Criterion.parse("lag_slope < 0.005"))  # fmt: skip
+    result = search.result()
+    assert result["state"] == "found" and all(float(p.value).is_integer() for p in search.probes), result
+    good, bad = result["bracket"]
+    assert bad - good == 1, result
+
+
+def test_a_source_that_does_not_take_the_asked_rate_is_not_sustained():
+    criterion = Criterion.parse("lag_slope < 0.005")
+    flat = slope_interval(lag_series(0.0, 60, 0.02, random.Random(1))).as_json()
+    assert judge(criterion, {"lag_slope_ci": flat, "tps": 99.0}, asked_rate=100)[0] == SUSTAINED
+    verdict, _slope, why = judge(criterion, {"lag_slope_ci": flat, "tps": 80.0}, asked_rate=100)
+    assert verdict == NOT_SUSTAINED and why == "the source took 80 of 100 TPS asked"
+    verdict, _slope, why = judge(criterion, {"lag_slope_ci": flat, "load_error": "FATAL: x"}, asked_rate=100)
+    assert verdict == NOT_SUSTAINED and why == "the load failed: FATAL: x"
+    assert judge(criterion, {"lag_slope_ci": None, "tps": 100.0}, asked_rate=100)[0] == UNDECIDED
+
+
+SEARCHED = """
+name: searched
+link: {rate: 2mbit}
+load: {duration: 60s}
+search: {param: load.rate, from: 50, to: 1000, resolution: 5%}
+sweep:
+  link.rtt: [100ms, 250ms]
+"""
+
+
+@pytest.fixture
+def runs(tmp_path):
+    """ScenarioRuns of plans, driven here without a lab (only their _points); their files closed after."""
+    made = []
+
+    def make(plan, text=""):
+        made.append(ScenarioRun(None, plan, tmp_path, text))
+        return made[-1]
+
+    yield make
+    for scenario_run in made:
+        for series in (scenario_run._load_series, scenario_run._lag_series, scenario_run._link_series):
+            series.close()
+
+
+def test_a_run_measures_each_search_probe_by_probe_and_keeps_the_knees(runs):
+    """The runner's side (ScenarioRun._points) against the synthetic system: each probe a point of the
+    run, numbered in order, with its verdict; a repeat twice as long; the knee per sweep point."""
+    knees = {"100ms": 300.0, "250ms": 137.0}
+    rng = random.Random(5)
+    plan = load_text(SEARCHED)
+    scenario_run = runs(plan, SEARCHED)
+    seen = []
+    for point in scenario_run._points():
+        rate, factor = point.scenario.load.rate, point.scenario.load.duration / 60
+        knee = knees[point.params["link.rtt"]]
+        slope = 0.0 if rate <= knee else 0.05 * (rate - knee) / knee
+        interval = slope_interval(lag_series(slope, int(60 * factor), 0.02, rng))
+        seen.append((point.index, point.params["link.rtt"], rate, factor))
+        scenario_run.summary.append({"point": point.index + 1, "params": point.params, "tps": float(rate),
+                                     "lag_slope_ci": interval.as_json()})  # fmt: skip
+    assert [index for index, *_ in seen] == list(range(len(seen)))
+    assert all(isinstance(rate, int) for _i, _rtt, rate, _f in seen)
+    doc = scenario_run._knee_doc()
+    assert [k["at"] for k in doc["knees"]] == [{"link.rtt": "100ms"}, {"link.rtt": "250ms"}]
+    assert "knee" not in doc  # two searches: summary["knees"] holds them
+    for entry in doc["knees"]:
+        edge = 1.1 * knees[entry["at"]["link.rtt"]]
+        good, bad = entry["bracket"]
+        assert entry["final"] and entry["state"] == "found" and good <= edge * 1.01 and bad >= edge * 0.97, entry
+        assert entry["points"] == [
+            p["point"] for p in scenario_run.summary if p["params"]["link.rtt"] == entry["at"]["link.rtt"]
+        ]
+    probes = [p["probe"] for p in scenario_run.summary]
+    assert probes[0] == {"search": 1, "param": "load.rate", "value": 50, "window_factor": 1, "verdict": SUSTAINED,
+                         "why": "the interval lies under 0.005 s/s"}  # fmt: skip
+    # An undecided probe's repeat is the same value with the window twice as long.
+    for earlier, later in itertools.pairwise(scenario_run.summary):
+        if earlier["probe"]["verdict"] == UNDECIDED and earlier["probe"]["window_factor"] == 1:
+            assert later["probe"]["value"] == earlier["probe"]["value"] and later["probe"]["window_factor"] == 2
+
+
+def test_one_search_has_its_knee_by_name_and_the_plan_says_its_most_probes(runs):
+    plan = load_text(SEARCHED.replace("sweep:\n  link.rtt: [100ms, 250ms]\n", "link: {rate: 2mbit, rtt: 250ms}\n")
+                     .replace("link: {rate: 2mbit}\n", "", 1))  # fmt: skip
+    assert plan.most_points() == plan.search.knee_search().most_probes() == 12
+    scenario_run = runs(plan)
+    for point in scenario_run._points():
+        rate = point.scenario.load.rate
+        slope = 0.0 if rate <= 150 else 0.05 * (rate - 150) / 150
+        interval = slope_interval(lag_series(slope, 60, 0.02, random.Random(rate)))
+        scenario_run.summary.append({"point": point.index + 1, "params": point.params, "tps": float(rate),
+                                     "lag_slope_ci": interval.as_json()})  # fmt: skip
+    assert scenario_run._knee_doc()["knee"]["load.rate"] >= 150
+
+
+@pytest.mark.parametrize(
+    ("param", "low", "high", "value", "written"),
+    [("link.rate", "500kbit", "8mbit", 1_234_400.0, "1234.4kbit"), ("link.rtt", "10ms", "400ms", 0.12345, "123.45ms"),
+     ("load.threads", 1, 64, 12.0, 12)],
+)  # fmt: skip
+def test_a_probe_is_the_group_with_the_knob_at_its_value(param, low, high, value, written):
+    plan = load_text(f"name: x\nsearch: {{param: {param}, from: {low}, to: {high}}}\n")
+    search = plan.search
+    assert search.highest is (param != "link.rate")  # the slowest link, the highest of the others
+    probe = plan.probe(plan.points[0], search.rounding(value), 2, index=7)
+    assert probe.index == 7 and probe.scenario.load.duration == 2 * plan.points[0].scenario.load.duration
+    assert probe.params == {param: search.value(search.rounding(value))}
+    assert search.value(value) == written

@@ -16,7 +16,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pytest
 
-from laglab.scenarios import report, words
+from laglab.scenarios import report, report_search, words
 from laglab.scenarios.spec import load_file
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -31,6 +31,8 @@ def made_up_run(scenario: Path, folder: Path) -> dict:
     shutil.copytree(FIXTURES / ("cluster-run" if clustered else "run"), folder)
     summary = json.loads((folder / "summary.json").read_text())
     template = summary["points"][0]
+    if plan.search is not None:
+        return made_up_search(plan, folder, summary, template)
     points = []
     for point in plan.points:
         s, i = point.scenario, point.index
@@ -47,6 +49,34 @@ def made_up_run(scenario: Path, folder: Path) -> dict:
     reference = plan.scenario.reference
     summary.update(scenario=plan.scenario.name, sweep=dict(plan.sweep), points=points,
                    reference=None if reference is None else reference.for_summary(plan.scenario))  # fmt: skip
+    (folder / "summary.json").write_text(json.dumps(summary))
+    return summary
+
+
+def made_up_search(plan, folder: Path, summary: dict, template: dict) -> dict:
+    """A searched scenario's run: three probes per search (sustained at the start, not at twice it,
+    sustained between), each with its interval, and the knee of each."""
+    search, points, knees = plan.search, [], []
+    for group in plan.points:
+        start = search.knee_search().start
+        values = [start, search.rounding(start * 2), search.rounding(start * 1.5)]
+        numbers = []
+        for value, verdict in zip(values, ("sustained", "not sustained", "sustained"), strict=True):
+            probe = plan.probe(group, value, 1, index=len(points))
+            slope = 0.001 if verdict == "sustained" else 0.2
+            points.append({**template, "point": probe.index + 1, "params": probe.params, "lag_slope": slope,
+                           "lag_slope_ci": {"slope": slope, "low": slope - 0.002, "high": slope + 0.002, "seconds": 30,
+                                            "effective": 12.0},
+                           "probe": {"search": group.index + 1, "param": search.param, "value": search.value(value),
+                                     "window_factor": 1, "verdict": verdict, "why": "made up"}})  # fmt: skip
+            numbers.append(probe.index + 1)
+        knees.append({"search": group.index + 1, "at": group.params, "param": search.param,
+                      "goal": "highest" if search.highest else "lowest", "until": search.until,
+                      "resolution": search.resolution, "knee": search.value(values[2]),
+                      "bracket": [search.value(values[2]), search.value(values[1])], "state": "found", "probes": 3,
+                      "undecided": 0, "points": numbers, "final": True})  # fmt: skip
+    summary.update(scenario=plan.scenario.name, sweep=dict(plan.sweep), points=points, knees=knees,
+                   search=search.model_dump(mode="json", by_alias=True), reference=None)  # fmt: skip
     (folder / "summary.json").write_text(json.dumps(summary))
     return summary
 
@@ -88,6 +118,16 @@ def test_a_shipped_scenarios_report_reads_in_words_with_the_right_axes(scenario,
             row = next(r for r in rows if r.startswith(f"| {point['point']} | "))
             cells = [c.strip() for c in row.split("|")[2 : 2 + len(summary["sweep"])]]
             assert cells == [words.value(k, point["params"][k]) for k in summary["sweep"]], row
+    if summary.get("knees"):  # a search: its knee in words, every probe, and the probes' plot
+        param = summary["knees"][0]["param"]
+        for knee in summary["knees"]:
+            assert f"the {knee['goal']} {words.axis(param)} that holds: **{words.value(param, knee['knee'])}**" in text
+        probes = [r for r in rows if r.endswith("| made up |")]
+        assert len(probes) == len(summary["points"]), probes
+        assert (run / "search.png").exists() and not (run / "sweep.png").exists()
+        unit = words.number(param, summary["points"][0]["params"][param])[1]
+        check_figure(report_search.figure(summary), f"{words.axis(param)} ({unit})")
+        return
     if any(p.get("cluster") for p in summary["points"]):
         assert (run / "cluster.png").exists()
         check_figure(report.cluster_figure(summary), "mysqlslap concurrency")
