@@ -40,5 +40,35 @@ write_resolved() { # KEY VALUE [KEY VALUE ...]
 
 load_config
 
+# .env's LAB_TCP_WMEM / LAB_TCP_RMEM as compose sysctls of the services that carry the lab's streams
+# (an override file, so that unset they stay the host's own values; validated and normalised to bytes
+# by laglab.config above).
+TCP_BUFFERS_FILE=$ROOT/.cache/compose.tcp-buffers.yaml
+tcp_buffers_file() {
+  if [ -z "${LAB_TCP_WMEM:-}${LAB_TCP_RMEM:-}" ]; then
+    rm -f "$TCP_BUFFERS_FILE"
+    return 0
+  fi
+  mkdir -p "$(dirname "$TCP_BUFFERS_FILE")"
+  local tmp
+  tmp=$(mktemp "$TCP_BUFFERS_FILE.XXXXXX")
+  {
+    echo "# written by make up from .env's LAB_TCP_WMEM / LAB_TCP_RMEM: do not edit"
+    echo "services:"
+    for service in mysql-source mysql-target loadgen gr-node1 gr-node2 gr-node3 galera-node1 galera-node2 galera-node3; do
+      echo "  $service:"
+      echo "    sysctls:"
+      [ -z "${LAB_TCP_WMEM:-}" ] || echo "      net.ipv4.tcp_wmem: \"$LAB_TCP_WMEM\""
+      [ -z "${LAB_TCP_RMEM:-}" ] || echo "      net.ipv4.tcp_rmem: \"$LAB_TCP_RMEM\""
+    done
+  } >"$tmp"
+  mv -f "$tmp" "$TCP_BUFFERS_FILE" # whole, for a compose started beside this one
+}
+tcp_buffers_file
+
 # docker compose for this checkout and env file, wherever it is called from.
-compose() { docker compose --project-directory "$ROOT" -f "$ROOT/compose.yaml" --env-file "$ENV_FILE" "$@"; }
+compose() {
+  local files=(-f "$ROOT/compose.yaml")
+  [ ! -f "$TCP_BUFFERS_FILE" ] || files+=(-f "$TCP_BUFFERS_FILE")
+  docker compose --project-directory "$ROOT" "${files[@]}" --env-file "$ENV_FILE" "$@"
+}

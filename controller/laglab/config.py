@@ -126,6 +126,19 @@ def _segments(name: str, value: str) -> str:
     return ",".join(p.strip() for p in parts)
 
 
+def _tcp_buffer(name: str, value: str) -> str:
+    """net.ipv4.tcp_wmem / tcp_rmem as sysctl writes them ('min default max'; sizes may carry KiB, MiB),
+    normalised to bytes; empty: the host's own values."""
+    from .tcp_buffers import BufferError, parse, text  # standard library only
+
+    if not value.strip():
+        return ""
+    try:
+        return text(parse(name, value))
+    except BufferError as error:
+        raise ConfigError(name, error.message) from None
+
+
 @dataclass(frozen=True)
 class Variable:
     name: str
@@ -173,6 +186,8 @@ VARIABLES: tuple[Variable, ...] = (
         _choice(("auto", "docker", "kubernetes")),
         "where the services run: auto (kubernetes in a pod with a service account, else docker)",
     ),
+    Variable("LAB_TCP_WMEM", "", _tcp_buffer, "net.ipv4.tcp_wmem of the servers and loadgen; empty: the host's"),
+    Variable("LAB_TCP_RMEM", "", _tcp_buffer, "net.ipv4.tcp_rmem of the servers and loadgen; empty: the host's"),
     Variable("CLEAR_SHAPING_ON_EXIT", "1", _choice(("0", "1")), "1: a stopping controller clears its shaping"),
     Variable("EXTRA_CA_BUNDLE", "", _text, "CA bundle for pip inside image builds (TLS proxies)"),
     # Profiles (make up PROFILE=...): semi-sync, group-replication, galera.
@@ -239,6 +254,8 @@ class Settings:
     CONTROLLER_HOSTS: str
     SHAPING_BACKEND: str
     LAB_PLATFORM: str
+    LAB_TCP_WMEM: str
+    LAB_TCP_RMEM: str
     CLEAR_SHAPING_ON_EXIT: str
     EXTRA_CA_BUNDLE: str
     SEMI_SYNC_TIMEOUT_MS: int

@@ -68,6 +68,9 @@ def unshaped_lab(api):
     assert response.status_code == 204, response.text
 
 
+TCP_BUFFERS = ROOT / ".cache" / "compose.tcp-buffers.yaml"
+
+
 @pytest.fixture(scope="session")
 def compose(settings):
     env_file = os.environ.get("LAGLAB_ENV_FILE", str(ROOT / ".env"))
@@ -80,6 +83,8 @@ def compose(settings):
             str(ROOT),
             "-f",
             str(ROOT / "compose.yaml"),
+            # .env's LAB_TCP_WMEM / LAB_TCP_RMEM (scripts/env.sh writes it when they are set)
+            *(["-f", str(TCP_BUFFERS)] if TCP_BUFFERS.exists() else []),
             "--env-file",
             env_file,
             *args,

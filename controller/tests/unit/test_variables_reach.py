@@ -15,6 +15,8 @@ HOST_SIDE = {
     "CONTROLLER_BIND": "the published address of the controller's port",
     "CONTROLLER_PORT": "the published port of the controller",
     "EXTRA_CA_BUNDLE": "a build secret of the controller image",
+    "LAB_TCP_WMEM": "scripts/env.sh writes them as the services' sysctls into .cache/compose.tcp-buffers.yaml",
+    "LAB_TCP_RMEM": "scripts/env.sh writes them as the services' sysctls into .cache/compose.tcp-buffers.yaml",
 }
 CONTROLLER_SIDE_FILES = ("client.py",)  # laglab modules that run on the host, not in the controller
 
@@ -43,7 +45,8 @@ def test_every_documented_variable_reaches_compose():
     unused = [name for name in documented if "${" + name not in text and name not in HOST_SIDE]
     assert unused == []
     for name in HOST_SIDE:
-        assert name in (ROOT / "scripts" / "up").read_text() + (ROOT / "scripts" / "images").read_text() + text
+        scripts = "".join((ROOT / "scripts" / name).read_text() for name in ("up", "images", "env.sh"))
+        assert name in scripts + text
 
 
 def test_the_controller_image_sees_the_semi_sync_timeout():
