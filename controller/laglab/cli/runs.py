@@ -67,6 +67,8 @@ def summary_lines(run: dict) -> list[str]:
     for knee in run.get("knees") or []:
         at = f" at {words.params(knee['at'])}" if knee["at"] else ""
         lines.append(f"  knee{at}: {knee_words(knee)}")
+        for check in knee.get("expect") or []:
+            lines.append(f"    {check['expectation']}: {'pass' if check['passed'] else 'FAIL'} (knee {check['knee']})")
     for failed in run.get("cleanup_errors") or []:
         repair = f" - repair: {failed['repair']}" if failed.get("repair") else ""
         lines.append(f"  cleanup step {failed['step']} failed: {failed['error']}{repair}")
@@ -94,8 +96,8 @@ def run(session: Session, file: Path, quick: bool, plan_only: bool) -> None:
     """Run a scenario and follow it to the end (progress and ETA); Ctrl-C interrupts it, and the
     controller clears shaping, stops the load and keeps partial results.
 
-    Exit 1 when the run failed or was interrupted, an assertion or verification failed, or the target
-    differs from the source after it; 2 when the file is not a valid scenario.
+    Exit 1 when the run failed or was interrupted, an assertion, a search's `expect` or verification
+    failed, or the target differs from the source after it; 2 when the file is not a valid scenario.
 
     \b
     Examples:
@@ -146,7 +148,12 @@ def run(session: Session, file: Path, quick: bool, plan_only: bool) -> None:
     session.emit(current, lambda r: [click.echo(line) for line in summary_lines(r)])
     if current["status"] != "completed":
         raise check_failed(f"run {current['id']} {current['status']}")
-    if not all(p["passed"] for p in current["summary"] or []) or current.get("identical") is False:
+    expectations = [c for knee in current.get("knees") or [] for c in knee.get("expect") or []]
+    if (
+        not all(p["passed"] for p in current["summary"] or [])
+        or current.get("identical") is False
+        or not all(c["passed"] for c in expectations)
+    ):
         raise check_failed(f"run {current['id']}: a check failed (above)")
 
 

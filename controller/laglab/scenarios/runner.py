@@ -19,10 +19,12 @@ from typing import TYPE_CHECKING
 
 import yaml
 
+from .. import tcp_buffers
 from ..hostload import HostLoad
+from ..platforms.base import Unsupported
 from ..replicators import KINDS, for_kind
 from ..results import Run, iso
-from . import environment, measure, report, summarise
+from . import bottleneck, environment, measure, report, summarise
 from .recording import PointRecording
 from .search import judge
 from .spec import Plan, Point, describe_point
@@ -96,6 +98,8 @@ class ScenarioRun:
         self.replicator = None  # the kind of the point running (or last run)
         self.identical: bool | None = None  # the consistency check's verdict, once it ran
         self.cleanup_errors: list[dict] = []  # {step, error, repair?}: a cleanup step that failed
+        self.environment: dict = {}  # environment.json, once described
+        self._buffers_before: dict[str, dict[str, str]] = {}  # service -> TCP buffers before the run set them
 
     # --- status ---
     def as_json(self) -> dict:
@@ -171,7 +175,8 @@ class ScenarioRun:
             feed.subscribe(fn)
         try:
             self._check("describing the environment")
-            self.run.write_json("environment.json", environment.describe(self.lab))
+            self.environment = environment.describe(self.lab)
+            self.run.write_json("environment.json", self.environment)
             for point in self._points():
                 self.point = point
                 if self.lab.events is not None:
@@ -225,7 +230,7 @@ class ScenarioRun:
                 value, factor = asked
                 yield self.plan.probe(group, value, factor, index=len(self.summary))
                 result = self.summary[-1]
-                rate = float(result["params"][search.param]) if search.param == "load.rate" else None
+                rate = (result.get("load") or {}).get("rate_tps") or None  # a write rate asked, searched or not
                 verdict, slope, why = judge(search.criterion, result, asked_rate=rate)
                 knee.record(value, verdict, slope)
                 numbers.append(result["point"])
@@ -251,6 +256,8 @@ class ScenarioRun:
             "points": list(numbers),
             "final": final,
         }  # fmt: skip
+        if final:
+            entry["expect"] = search.expectations(entry["knee"])
         self.knees[:] = [k for k in self.knees if k["search"] != entry["search"]] + [entry]
 
     def _feeds(self) -> list:
@@ -283,7 +290,8 @@ class ScenarioRun:
         return None if reference is None else reference.for_summary(self.plan.scenario)
 
     def _summary_doc(self, consistency_report) -> dict:
-        return {
+        tolerance = self.plan.scenario.bottleneck
+        doc = {
             "id": self.id,
             "scenario": self.plan.scenario.name,
             "status": self.status,
@@ -302,6 +310,7 @@ class ScenarioRun:
             # figures, not the network's.
             "host_saturated_points": [p["point"] for p in self.summary if (p.get("host") or {}).get("saturated")],
             "cleanup_errors": self.cleanup_errors,
+            "bottleneck_tolerance": {"pct": tolerance.tolerance_pct, "slope": tolerance.slope_tolerance},
             "consistency": None
             if consistency_report is None
             else {
@@ -310,6 +319,9 @@ class ScenarioRun:
                 if k in consistency_report
             },
         }
+        # What should bound each point, predicted, against what was measured (bottleneck.py).
+        doc["bottlenecks"] = bottleneck.explain(doc, self.environment)
+        return doc
 
     def _knee_doc(self) -> dict:
         if self.plan.search is None:
@@ -344,6 +356,7 @@ class ScenarioRun:
         replicator.apply(point.scenario, sleep=self._sleep)
         self._check("waiting for the replica to catch up")
         replicator.wait_caught_up(300, sleep=self._sleep)
+        buffers = self._tcp_buffers(point)
         if plan.shaping:
             self._check("applying shaping")
             for service, request in plan.shaping:
@@ -393,7 +406,41 @@ class ScenarioRun:
         for event in events:
             self._event_series.append(event)
         extra = replicator.summary(point.scenario, window.samples)
+        if buffers:
+            extra = {**extra, "tcp_buffers": buffers}
         return summarise.point_result(point, plan, verification, window, figures, extra, events, host_load)
+
+    def _tcp_buffers(self, point: Point) -> dict[str, dict[str, str]]:
+        """The point's tcp_buffers set where it asks (the values before remembered for the cleanup), and
+        what the link's services and the load generator have, read back: the point records them."""
+        asked = point.scenario.tcp_buffers
+        services = list(dict.fromkeys([*point.scenario.link.between, "loadgen", *(asked.services if asked else [])]))
+        found = {c.service: c for c in self.lab.platform.list().values() if c.running and c.service in services}
+        if asked is not None:
+            self._check("setting TCP buffers")
+            for service in asked.services:
+                container = found.get(service) or self.lab.platform.running(service, hint="tcp_buffers.services")[0]
+                if not container.entered:
+                    raise Unsupported(
+                        "tcp_buffers: set only where the controller enters the containers (Docker); on Kubernetes "
+                        "set the pods' securityContext.sysctls"
+                    )
+                if service not in self._buffers_before:
+                    self._buffers_before[service] = tcp_buffers.read(self.lab.executor, container.pid)
+                tcp_buffers.write(self.lab.executor, container.pid, asked.values())
+        return {s: tcp_buffers.read(self.lab.executor, c.pid) for s, c in sorted(found.items()) if c.entered}
+
+    def _restore_tcp_buffers(self) -> None:
+        """What the run changed is put back (a restarted container has the lab's own values anyway)."""
+        if not self._buffers_before:
+            return
+        found = self.lab.platform.list()
+        for service, before in list(self._buffers_before.items()):
+            container = found.get(service)
+            if container is not None and container.running and container.entered:
+                values = {name: tcp_buffers.parse(name, before[name]) for name in ("wmem", "rmem")}
+                tcp_buffers.write(self.lab.executor, container.pid, values)
+            del self._buffers_before[service]
 
     def _worker_pids(self) -> list[int]:
         """The userspace shaping workers' PIDs (their CPU is the lab's own load in a window)."""
@@ -425,7 +472,7 @@ class ScenarioRun:
         return summarise.merge_consistency(reports)
 
     def _cleanup(self) -> None:
-        steps = [self._stop_timeline, self._stop_load, self.lab.shaping.clear]
+        steps = [self._stop_timeline, self._stop_load, self.lab.shaping.clear, self._restore_tcp_buffers]
         ordered = [self.replicator] + [r for r in self.replicators.values() if r is not self.replicator]
         steps += [r.restore for r in ordered if r is not None]
         for step in steps:

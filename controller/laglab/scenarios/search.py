@@ -193,12 +193,16 @@ class KneeSearch:
     def result(self) -> dict:
         """The knee and its bracket, for summary.json and the report."""
         bracket = None if self.good is None else [self.good, self.bad]
-        if self.good is not None and self.bad is None:
+        edge = self.rounding(self.high if self.highest else self.low)
+        going = len(self.probes) < self.max_probes or self._pending is not None
+        if self.good is not None and self.bad is None and self.good == edge:
             state = "the whole range holds"
-        elif self.good is None:
+        elif self.good is None and self.bad is not None and self.done:
             state = "nothing in the range holds"
         elif self.done:
             state = "found"
+        elif going:
+            state = "searching"
         else:
             state = f"stopped after {len(self.probes)} probes"
         return {"knee": self.good, "bracket": bracket, "state": state, "probes": len(self.probes),

@@ -26,7 +26,7 @@ from pydantic import (
     model_validator,
 )
 
-from .. import presets
+from .. import presets, tcp_buffers
 from ..load import SCRIPTS, Profile
 from ..replicators import KINDS
 from ..shaping.matrix import Matrix, MatrixError
@@ -51,6 +51,7 @@ METRICS = (
     "tps",
     "qps",
     "link_mbit",
+    "binlog_mbit",
     "load_seconds",
     "max_catch_up_seconds",
 )
@@ -67,6 +68,8 @@ SWEEPABLE = (
     "replicator.kind",
     *(f"replicator.{name}" for cls in KINDS.values() for name in cls.sweepable),
     "cluster.delay",
+    "tcp_buffers.wmem",
+    "tcp_buffers.rmem",
 )
 
 
@@ -234,20 +237,20 @@ class Verify(Section):
     throughput_seconds: int = Field(2, ge=1, le=30)
 
 
+def compare(measured: float | None, op: str, value: float) -> bool:
+    """`measured op value`; nothing measured never holds."""
+    if measured is None:
+        return False
+    return {"<": measured < value, "<=": measured <= value, ">": measured > value, ">=": measured >= value}[op]
+
+
 class Assertion(Section):
     metric: Literal[METRICS]  # type: ignore[valid-type]
     op: Literal["<", "<=", ">", ">="]
     value: float
 
     def holds(self, measured: float | None) -> bool:
-        if measured is None:
-            return False
-        return {
-            "<": measured < self.value,
-            "<=": measured <= self.value,
-            ">": measured > self.value,
-            ">=": measured >= self.value,
-        }[self.op]
+        return compare(measured, self.op, self.value)
 
     def __str__(self) -> str:
         return f"{self.metric} {self.op} {self.value:g}"
@@ -272,6 +275,30 @@ class Search(Section):
     resolution: str | float = "5%"
     goal: Literal["highest", "lowest"] | None = None
     max_probes: int = Field(12, ge=2, le=40)
+    # What the knee must be, checked on each search's answer: 'knee >= 100', in the knob's units for
+    # a reader (TPS, threads, ms of RTT, Mbit/s of rate); a failed one fails the run's check (exit 1).
+    expect: list[str] = []
+
+    @field_validator("expect")
+    @classmethod
+    def _expect(cls, value):
+        for item in value:
+            if not re.fullmatch(r"\s*knee\s*(<=|>=|<|>)\s*-?[\d.]+\s*", item):
+                raise ValueError(f"{item!r} is not 'knee <op> <number>' (e.g. 'knee >= 100')")
+        return value
+
+    def unit_number(self, raw) -> float:
+        """A probe's value in a reader's unit: TPS, threads, ms, Mbit/s (what `expect` compares)."""
+        number = self.number(raw)
+        return {"link.rate": number / 1e6, "link.rtt": number * 1000}.get(self.param, number)
+
+    def expectations(self, knee) -> list[dict]:
+        out = []
+        for item in self.expect:
+            m = re.fullmatch(r"\s*knee\s*(<=|>=|<|>)\s*(-?[\d.]+)\s*", item)
+            measured = None if knee is None else self.unit_number(knee)
+            out.append({"expectation": item.strip(), "knee": measured, "passed": compare(measured, m[1], float(m[2]))})
+        return out
 
     @field_validator("until")
     @classmethod
@@ -355,6 +382,37 @@ class Search(Section):
         )
 
 
+class TcpBuffers(Section):
+    """`tcp_buffers:` the services' net.ipv4.tcp_wmem / tcp_rmem ('min default max', as sysctl writes
+    them; sizes may carry KiB/MiB/GiB), set in each one's network namespace for the points (and put
+    back after the run). Unset: what the lab has (.env's LAB_TCP_WMEM / LAB_TCP_RMEM, else the host's)."""
+
+    wmem: str | None = None
+    rmem: str | None = None
+    services: list[str] = Field(["mysql-source", "mysql-target", "loadgen"], min_length=1)
+
+    @field_validator("wmem", "rmem")
+    @classmethod
+    def _triple(cls, value, info: ValidationInfo):
+        if value is not None:
+            try:
+                tcp_buffers.parse(info.field_name, value)
+            except tcp_buffers.BufferError as error:
+                raise ValueError(error.message) from None
+        return value
+
+    def values(self) -> dict[str, tuple[int, int, int]]:
+        return {name: tcp_buffers.parse(name, getattr(self, name)) for name in ("wmem", "rmem") if getattr(self, name)}
+
+
+class Bottleneck(Section):
+    """How far a measurement may stray from what the bottleneck models predict (bottleneck.py) before
+    the report says they disagree."""
+
+    tolerance_pct: float = Field(25.0, gt=0, le=1000)
+    slope_tolerance: float = Field(0.01, gt=0, le=1, description="s of lag per s, for lag slopes")
+
+
 class Source(Section):
     """Where published figures come from: enough to find them and to know what they measured."""
 
@@ -376,6 +434,9 @@ class Figures(Section):
     at: dict[str, str | int | float] = {}
     by: str
     values: dict[str, float] = Field(min_length=1)
+    # `at most` / `at least`: the source states a bound ("the delay stays under 2 s"), not a figure; a
+    # measurement on the right side of it (within the tolerance) agrees.
+    kind: Literal["figure", "at most", "at least"] = "figure"
 
     @field_validator("values", mode="before")
     @classmethod
@@ -384,9 +445,40 @@ class Figures(Section):
         return {str(k): v for k, v in value.items()} if isinstance(value, dict) else value
 
 
+class Saturation(Section):
+    """The smallest value of `by` whose figure is within `within_pct` of the series' highest."""
+
+    at: dict[str, str | int | float] = {}
+    by: str
+    within_pct: float = Field(5.0, gt=0, lt=100)
+
+
+class Shape(Section):
+    """A published figure that carries over between machines where absolute ones do not: a ratio of
+    two cells (`ratio: {of: {...}, to: {...}}`) or where a series saturates (`saturation`)."""
+
+    name: str = Field(min_length=1)
+    published: float = Field(gt=0)
+    ratio: dict[Literal["of", "to"], dict[str, str | int | float]] | None = None
+    saturation: Saturation | None = None
+
+    @model_validator(mode="after")
+    def _one(self):
+        if (self.ratio is None) == (self.saturation is None):
+            raise ValueError("ratio: a shape is either a ratio (of, to) or a saturation, one of them")
+        if self.ratio is not None and set(self.ratio) != {"of", "to"}:
+            raise ValueError("ratio: needs both `of` and `to` (the cells divided)")
+        return self
+
+    def keys(self) -> list[str]:
+        if self.ratio is not None:
+            return [k for cell in self.ratio.values() for k in cell]
+        return [self.saturation.by, *self.saturation.at]
+
+
 class Reference(Section):
     """Published figures to hold the measured ones against, cell by cell (report.md: both, the
-    ratio, and the cells outside the tolerance)."""
+    ratio, and the cells outside the tolerance), and shapes where only those carry over."""
 
     source: Source
     metric: Literal[METRICS]  # type: ignore[valid-type]
@@ -394,7 +486,14 @@ class Reference(Section):
     # Settings the published figures need to be comparable (e.g. load.queries: 500); a run without
     # them (a quick one) shows the figures beside its own, marked not comparable.
     when: dict[str, str | int | float] = {}
-    figures: list[Figures] = Field(min_length=1)
+    figures: list[Figures] = []
+    shapes: list[Shape] = []
+
+    @model_validator(mode="after")
+    def _something(self):
+        if not self.figures and not self.shapes:
+            raise ValueError("figures: a reference needs figures, shapes or both")
+        return self
 
     def for_summary(self, scenario: Scenario) -> dict:
         """What summary.json keeps (the report renders it): the figures, and what makes them not
@@ -436,6 +535,8 @@ class Scenario(Section):
     assertions: list[Assertion] = []
     reference: Reference | None = None
     search: Search | None = None
+    bottleneck: Bottleneck = Bottleneck()
+    tcp_buffers: TcpBuffers | None = None
 
     @model_validator(mode="after")
     def _cluster_rules(self):
@@ -667,12 +768,13 @@ def load_text(text: str, quick: bool = False, source: str = "scenario", base_dir
     except ValidationError as error:
         raise _format_errors(error) from None
     if base.reference is not None:
-        for index, figures in enumerate(base.reference.figures):
-            for key in [figures.by, *figures.at]:
-                if key not in sweep:
-                    raise ScenarioError(
-                        f"reference.figures.{index}", f"{key} is not a swept key (swept: {', '.join(sweep) or 'none'})"
-                    )
+        keyed = [(f"reference.figures.{i}", [f.by, *f.at]) for i, f in enumerate(base.reference.figures)]
+        keyed += [(f"reference.shapes.{i}", shape.keys()) for i, shape in enumerate(base.reference.shapes)]
+        for where, keys in keyed:
+            for key in keys:
+                # a swept key, or a key inside one swept as whole sections (replicator.kind of `replicator`)
+                if key not in sweep and not any(key.startswith(f"{swept}.") for swept in sweep):
+                    raise ScenarioError(where, f"{key} is not a swept key (swept: {', '.join(sweep) or 'none'})")
     search = base.search
     if search is not None:
         _check_search(search, sweep, base)

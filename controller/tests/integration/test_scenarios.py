@@ -59,7 +59,7 @@ def test_latency_sweep_quick(api):
 
 def test_max_pressure_quick_search_finds_the_knee_on_a_2_mbit_link(api):
     """replication-max-pressure --quick: the highest write rate native replication sustains at 2 Mbit/s
-    and 250 ms, searched (50 TPS doubling, then bisected to 50 %): a knee with its bracket in a few
+    and 250 ms, searched (100 TPS doubling, then bisected to 50 %): a knee with its bracket in a few
     probes, and the link, not the host, is what the failing probe ran into."""
     done, summary, folder = run_scenario("replication-max-pressure")
     assert done.returncode == 0, done.stdout[-3000:]
@@ -68,6 +68,7 @@ def test_max_pressure_quick_search_finds_the_knee_on_a_2_mbit_link(api):
     assert knee["state"] == "found" and knee["final"] and knee["probes"] <= 6, knee
     good, bad = knee["bracket"]
     assert summary["knee"] == {"load.rate": good} and 50 <= good < bad <= 400, knee
+    assert knee["expect"] == [{"expectation": "knee >= 100", "knee": float(good), "passed": True}]
     assert (bad - good) / good <= 0.5
     probes = {p["probe"]["value"]: p for p in summary["points"]}
     assert [p["point"] for p in summary["points"]] == knee["points"] == list(range(1, knee["probes"] + 1))

@@ -155,6 +155,7 @@ class FakeLab:
         self.shaping, self.load, self.counters, self.events = FakeShaping(calls), FakeLoad(), None, None
         self.clusters = None
         self.recorder = type("R", (), {"feed": Fanout("lag")})()
+        self.platform = type("P", (), {"list": lambda self, max_age=0.0: {}})()  # no container entered
 
 
 def run_scenario(tmp_path, monkeypatch, text):

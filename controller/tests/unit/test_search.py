@@ -178,7 +178,7 @@ def test_a_run_measures_each_search_probe_by_probe_and_keeps_the_knees(runs):
         interval = slope_interval(lag_series(slope, int(60 * factor), 0.02, rng))
         seen.append((point.index, point.params["link.rtt"], rate, factor))
         scenario_run.summary.append({"point": point.index + 1, "params": point.params, "tps": float(rate),
-                                     "lag_slope_ci": interval.as_json()})  # fmt: skip
+                                     "load": {"rate_tps": rate}, "lag_slope_ci": interval.as_json()})  # fmt: skip
     assert [index for index, *_ in seen] == list(range(len(seen)))
     assert all(isinstance(rate, int) for _i, _rtt, rate, _f in seen)
     doc = scenario_run._knee_doc()
@@ -227,3 +227,17 @@ def test_a_probe_is_the_group_with_the_knob_at_its_value(param, low, high, value
     assert probe.index == 7 and probe.scenario.load.duration == 2 * plan.points[0].scenario.load.duration
     assert probe.params == {param: search.value(search.rounding(value))}
     assert search.value(value) == written
+
+
+def test_what_the_knee_must_be_is_checked_in_the_readers_units():
+    rate = load_text(
+        "name: x\nsearch: {param: link.rate, from: 500kbit, to: 20mbit, expect: ['knee <= 3', 'knee > 2.5']}\n"
+    )
+    assert rate.search.expectations("2800kbit") == [
+        {"expectation": "knee <= 3", "knee": 2.8, "passed": True},
+        {"expectation": "knee > 2.5", "knee": 2.8, "passed": True},
+    ]
+    assert [c["passed"] for c in rate.search.expectations("3200kbit")] == [False, True]
+    assert [c["passed"] for c in rate.search.expectations(None)] == [False, False]  # no knee: nothing held
+    tps = load_text("name: x\nsearch: {param: load.rate, from: 50, to: 400, expect: ['knee >= 100']}\n")
+    assert tps.search.expectations(124) == [{"expectation": "knee >= 100", "knee": 124.0, "passed": True}]
