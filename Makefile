@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 ARGS ?=
 
 PHONY_RUNS := run report clean-results
-.PHONY: $(PHONY_RUNS) up down clean test test-unit test-integration test-kernel lint format consistency lag ps logs bench-startup bench-shaping bench-memory venv
+.PHONY: $(PHONY_RUNS) up down clean test test-unit test-integration test-kernel lint format consistency lag ps logs bench-startup bench-shaping bench-memory bench-tcp-buffers venv
 
 PROFILE ?=
 up: ## start the lab (installs and builds what is missing); PROFILE=monitoring adds Prometheus + Grafana
@@ -35,7 +35,7 @@ test-integration: venv up
 	scripts/test integration
 
 lint: venv
-	cd controller && ../$(VENV)/bin/ruff check . $(addprefix ../scripts/,bench-startup bench-shaping bench-memory) && ../$(VENV)/bin/ruff format --check . $(addprefix ../scripts/,bench-startup bench-shaping bench-memory)
+	cd controller && ../$(VENV)/bin/ruff check . $(addprefix ../scripts/,bench-startup bench-shaping bench-memory bench-tcp-buffers) && ../$(VENV)/bin/ruff format --check . $(addprefix ../scripts/,bench-startup bench-shaping bench-memory bench-tcp-buffers)
 
 format: venv
 	cd controller && ../$(VENV)/bin/ruff format . && ../$(VENV)/bin/ruff check --fix .
@@ -70,6 +70,9 @@ bench-shaping: venv ## delay and rate fidelity, capacity under delay, control la
 
 bench-memory: venv ## controller RSS over a long recording, growth per hour (ARGS="--minutes 30 --load")
 	$(PY) scripts/bench-memory $(ARGS)
+
+bench-tcp-buffers: venv ## iperf3 at 100 ms RTT with the lab's TCP buffers and with 64 MiB (lab running)
+	$(PY) scripts/bench-tcp-buffers $(ARGS)
 
 bench-startup: venv ## cold/warm make up -> first replicated row, controller CPU/memory (ARGS=--cold)
 	$(PY) scripts/bench-startup $(ARGS)
