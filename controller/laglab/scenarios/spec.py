@@ -346,8 +346,8 @@ class Search(Section):
 
     def value(self, number: float):
         """A probe's value as a scenario writes it."""
-        if self.param == "link.rate":
-            return f"{number / 1000:g}kbit"
+        if self.param == "link.rate":  # whole kbit/s, written in Mbit/s from 1 Mbit/s up
+            return f"{number / 1e6:g}mbit" if number >= 1e6 else f"{number / 1000:g}kbit"
         if self.param == "link.rtt":
             return f"{number * 1000:g}ms"
         return int(number)

@@ -216,7 +216,7 @@ def test_one_search_has_its_knee_by_name_and_the_plan_says_its_most_probes(runs)
 
 @pytest.mark.parametrize(
     ("param", "low", "high", "value", "written"),
-    [("link.rate", "500kbit", "8mbit", 1_234_400.0, "1234.4kbit"), ("link.rtt", "10ms", "400ms", 0.12345, "123.45ms"),
+    [("link.rate", "500kbit", "8mbit", 1_234_400.0, "1.2344mbit"), ("link.rate", "500kbit", "8mbit", 640_000.0, "640kbit"), ("link.rtt", "10ms", "400ms", 0.12345, "123.45ms"),
      ("load.threads", 1, 64, 12.0, 12)],
 )  # fmt: skip
 def test_a_probe_is_the_group_with_the_knob_at_its_value(param, low, high, value, written):
