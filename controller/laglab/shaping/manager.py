@@ -10,6 +10,7 @@ container that restarted, to a backend whose helper died, and reverts entries wh
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -126,7 +127,12 @@ class ShapingManager:
         lab = self.platform.list()  # outside the lock: listing can be slow
         entry = self._entry(lab, service, request)
         with self.lock:
-            self._converge(lab, lambda d: d.entries.__setitem__(entry.key, entry))
+            in_force = self._converge(lab, lambda d: d.entries.__setitem__(entry.key, entry))
+            if request.duration:
+                # `duration` counts from when the shaping is in force, not from the request: a slow apply
+                # (a worker starting in a busy User-mode Linux guest) must not eat into it.
+                self.desired.entries[entry.key] = dataclasses.replace(entry, expires_at=in_force + request.duration)
+                self.save()
             self._event(f"{service} -> {request.peer or 'all'}: {present.settings_text(entry)}")
             return self.describe(service, lab, readback)
 

@@ -1,5 +1,7 @@
 """The manager end to end with a fake Docker API and a dry-run executor: exact argv per backend."""
 
+import time
+
 import pytest
 
 from laglab.errors import status_of
@@ -96,6 +98,21 @@ def test_saved_state_is_reloaded(tmp_path):
     again.load()
     assert list(again.entries) == [("mysql-source", "mysql-target")]
     assert again.entries[("mysql-source", "mysql-target")].shaping.delay == 0.05
+
+
+def test_a_duration_counts_from_when_the_shaping_is_in_force(tmp_path, monkeypatch):
+    """A slow apply (seen: a worker starting in a busy User-mode Linux guest) must not eat into the
+    duration: here the change is in force 5 s after it was asked."""
+    m = manager(backends.UserspaceBackend(), tmp_path)
+    converge = m._converge
+    monkeypatch.setattr(m, "_converge", lambda lab, mutate: converge(lab, mutate) + 5.0)
+    asked = time.time()
+    m.put("mysql-source", parse_request({"delay": "50ms", "peer": "mysql-target", "duration": "60s"}))
+    expires = m.entries[("mysql-source", "mysql-target")].expires_at
+    assert asked + 65.0 <= expires <= time.time() + 65.0
+    again = manager(backends.UserspaceBackend(), tmp_path)
+    again.load()  # what is saved is the same
+    assert again.entries[("mysql-source", "mysql-target")].expires_at == expires
 
 
 def test_unknown_and_unshapeable_services(tmp_path):
