@@ -266,8 +266,9 @@ def test_reconcile_after_a_crash_leaves_exactly_the_desired_state(backend, names
     first.start(interval=0.2)
     first.put(SRC, parse_request({"delay": "35ms", "peer": DST}))
     first._stop.set()  # the controller is killed: no cleanup runs, the kernel keeps what it had
+    first._thread.join(timeout=10)  # its supervisor dies with it (else it may start a worker as we kill them)
     first.executor.close()  # its tc -batch children end with it (their stdin closes)
-    for _, proc in first.workers.values():
+    for _, proc in list(first.workers.values()):
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         proc.stdin.close()
