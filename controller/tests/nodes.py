@@ -146,10 +146,11 @@ class TwoNodes:
         self.kube.close()
 
 
-def check_a_link_across_the_nodes(nodes: TwoNodes, state_path, carrier: tuple[str, str]) -> None:
+def check_a_link_across_the_nodes(nodes: TwoNodes, state_path) -> dict:
     """The controller puts 60 ms on mysql-source -> mysql-target (node-a -> node-b): ping measures it,
-    the other links stay unshaped, `carrier` (node, service) is where the shaping sits, and a clear
-    takes it away. Both data path tests run this, each with its backend."""
+    the other links stay unshaped, and a clear takes it away. Returns what each node's shaper had
+    applied while it was in force (node -> service -> applied), for the test to say where it must sit.
+    Both data path tests run this, each with its backend."""
     from laglab.shaping.params import parse_request
 
     manager = nodes.controller(state_path)
@@ -162,12 +163,11 @@ def check_a_link_across_the_nodes(nodes: TwoNodes, state_path, carrier: tuple[st
         # Only that link: a pod on the source's node to the same receiver, and the two pods of node-a.
         assert nodes.ping("loadgen", "mysql-target")["median"] < 5
         assert nodes.ping("mysql-source", "loadgen")["median"] < 5
-        applied = {s.platform.node: s.reconciler.applied for s in nodes.shapers}
-        node, service = carrier
-        assert not applied[node][service].plan.empty
+        applied = {s.platform.node: dict(s.reconciler.applied) for s in nodes.shapers}
         manager.clear()
         after = nodes.ping("mysql-source", "mysql-target")
         assert after["received"] == 20 and after["median"] < 5
+        return applied
     finally:
         manager.stop(clear_kernel=False)
         manager.platform.unwatch()

@@ -18,6 +18,5 @@ def nodes():
 
 
 def test_a_link_across_two_nodes_is_held_on_the_receivers_node_and_cleared(nodes, tmp_path):
-    check_a_link_across_the_nodes(
-        nodes, tmp_path / "shaping.json", ("node-b", "mysql-target")
-    )  # the receiver's node holds it (userspace backend)
+    applied = check_a_link_across_the_nodes(nodes, tmp_path / "shaping.json")
+    assert not applied["node-b"]["mysql-target"].plan.empty  # the receiver's node holds it (userspace backend)

@@ -19,6 +19,5 @@ def nodes():
 
 
 def test_a_link_across_two_nodes_is_shaped_on_the_senders_pod_and_cleared(nodes, tmp_path):
-    check_a_link_across_the_nodes(
-        nodes, tmp_path / "shaping.json", ("node-a", "mysql-source")
-    )  # netem on the sender's pod (kernel backend)
+    applied = check_a_link_across_the_nodes(nodes, tmp_path / "shaping.json")
+    assert not applied["node-a"]["mysql-source"].plan.empty  # netem on the sender's pod (kernel backend)
