@@ -9,7 +9,6 @@ import random
 
 import pytest
 
-from laglab.scenarios.runner import ScenarioRun
 from laglab.scenarios.search import (
     NOT_SUSTAINED,
     SUSTAINED,
@@ -148,28 +147,13 @@ sweep:
 """
 
 
-@pytest.fixture
-def runs(tmp_path):
-    """ScenarioRuns of plans, driven here without a lab (only their _points); their files closed after."""
-    made = []
-
-    def make(plan, text=""):
-        made.append(ScenarioRun(None, plan, tmp_path, text))
-        return made[-1]
-
-    yield make
-    for scenario_run in made:
-        for series in (scenario_run._load_series, scenario_run._lag_series, scenario_run._link_series):
-            series.close()
-
-
-def test_a_run_measures_each_search_probe_by_probe_and_keeps_the_knees(runs):
+def test_a_run_measures_each_search_probe_by_probe_and_keeps_the_knees(scenario_runs):
     """The runner's side (ScenarioRun._points) against the synthetic system: each probe a point of the
     run, numbered in order, with its verdict; a repeat twice as long; the knee per sweep point."""
     knees = {"100ms": 300.0, "250ms": 137.0}
     rng = random.Random(5)
     plan = load_text(SEARCHED)
-    scenario_run = runs(plan, SEARCHED)
+    scenario_run = scenario_runs(plan, text=SEARCHED)
     seen = []
     for point in scenario_run._points():
         rate, factor = point.scenario.load.rate, point.scenario.load.duration / 60
@@ -200,11 +184,11 @@ def test_a_run_measures_each_search_probe_by_probe_and_keeps_the_knees(runs):
             assert later["probe"]["value"] == earlier["probe"]["value"] and later["probe"]["window_factor"] == 2
 
 
-def test_one_search_has_its_knee_by_name_and_the_plan_says_its_most_probes(runs):
+def test_one_search_has_its_knee_by_name_and_the_plan_says_its_most_probes(scenario_runs):
     plan = load_text(SEARCHED.replace("sweep:\n  link.rtt: [100ms, 250ms]\n", "link: {rate: 2mbit, rtt: 250ms}\n")
                      .replace("link: {rate: 2mbit}\n", "", 1))  # fmt: skip
     assert plan.most_points() == plan.search.knee_search().most_probes() == 12
-    scenario_run = runs(plan)
+    scenario_run = scenario_runs(plan)
     for point in scenario_run._points():
         rate = point.scenario.load.rate
         slope = 0.0 if rate <= 150 else 0.05 * (rate - 150) / 150

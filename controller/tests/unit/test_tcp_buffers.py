@@ -11,7 +11,6 @@ import pytest
 from laglab import tcp_buffers
 from laglab.config import ConfigError, _tcp_buffer
 from laglab.platforms.base import LabContainer, Unsupported
-from laglab.scenarios.runner import ScenarioRun
 from laglab.scenarios.spec import ScenarioError, load_text
 
 
@@ -68,23 +67,9 @@ def lab(entered=True):
 SCENARIO = "name: x\ntcp_buffers: {wmem: 4096 16384 64MiB, services: [mysql-source]}\n"
 
 
-@pytest.fixture
-def scenario_run(tmp_path):
-    made = []
-
-    def make(text, the_lab):
-        made.append(ScenarioRun(the_lab, load_text(text), tmp_path, text))
-        return made[-1]
-
-    yield make
-    for run in made:
-        for series in (run._load_series, run._lag_series, run._link_series):
-            series.close()
-
-
-def test_a_run_sets_them_where_asked_records_them_and_puts_them_back(scenario_run):
+def test_a_run_sets_them_where_asked_records_them_and_puts_them_back(scenario_runs):
     the_lab = lab()
-    run = scenario_run(SCENARIO, the_lab)
+    run = scenario_runs(load_text(SCENARIO), the_lab, SCENARIO)
     recorded = run._tcp_buffers(run.plan.points[0])
     assert the_lab.executor.values[101]["wmem"] == "4096 16384 67108864"  # only mysql-source's namespace
     assert the_lab.executor.values[102]["wmem"] == "4096 16384 4194304"
@@ -99,15 +84,15 @@ def test_a_run_sets_them_where_asked_records_them_and_puts_them_back(scenario_ru
     assert not run._buffers_before
 
 
-def test_without_the_knob_they_are_only_read(scenario_run):
+def test_without_the_knob_they_are_only_read(scenario_runs):
     the_lab = lab()
-    run = scenario_run("name: x\n", the_lab)
+    run = scenario_runs(load_text("name: x\n"), the_lab)
     assert set(run._tcp_buffers(run.plan.points[0])) == {"mysql-source", "mysql-target", "loadgen"}
     assert all(argv == tcp_buffers.read_argv() for _pid, argv in the_lab.executor.ran)
 
 
-def test_where_the_controller_enters_no_namespace_the_knob_is_refused_naming_it(scenario_run):
-    run = scenario_run(SCENARIO, lab(entered=False))
+def test_where_the_controller_enters_no_namespace_the_knob_is_refused_naming_it(scenario_runs):
+    run = scenario_runs(load_text(SCENARIO), lab(entered=False), SCENARIO)
     with pytest.raises(Unsupported, match=r"^tcp_buffers: set only where the controller enters the containers"):
         run._tcp_buffers(run.plan.points[0])
 
