@@ -100,8 +100,9 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
             from .replicators import CLUSTERS
 
             lab.clusters = ClusterWatch(
-                platform, settings, lab.recorder.series, CLUSTERS, lab.recorder.interval, settings.LAG_WINDOW_SECONDS
-            )
+                platform, settings, lab.recorder.series, CLUSTERS, lab.recorder.interval, settings.LAG_WINDOW_SECONDS,
+                follow=lab.recorder.follow,
+            )  # fmt: skip
             lab.clusters.start()
     app.extensions[parts.KEY] = lab
 

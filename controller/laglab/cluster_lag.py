@@ -19,7 +19,7 @@ import time
 
 import pymysql
 
-from .db import META_SCHEMA, connect
+from .db import META_SCHEMA, connect, further_replicas
 from .lag import LagSample, Ticker, frontier, heartbeat_age, read_time, unapplied
 from .results import Fanout, iso
 
@@ -167,14 +167,17 @@ class ClusterLagRecorder:
 
 
 class ClusterWatch:
-    """Starts and stops a recorder per cluster profile as its containers come and go."""
+    """Starts and stops a recorder per cluster profile as its containers come and go, and tells the
+    main recorder which further replicas of the source run (a scaled mysql-target on Kubernetes)."""
 
     def __init__(
         self, platform, settings, series, kinds: dict, interval: float, window_seconds: float,
-        check_every: float = 5.0,
+        check_every: float = 5.0, follow=None,
     ):  # fmt: skip
-        """`series`: where the samples are written (the live run's CSVs), or None."""
+        """`series`: where the samples are written (the live run's CSVs), or None. `follow`: called at
+        each check with the endpoints of the further replicas running (db.further_replicas), or None."""
         self.platform, self.settings, self.series, self.kinds = platform, settings, series, kinds
+        self.follow = follow
         self.interval = max(interval, 0.1)  # three nodes: ten readings a second each is plenty
         self.window_seconds, self.check_every = window_seconds, check_every
         self.recorders: dict[str, ClusterLagRecorder] = {}
@@ -184,6 +187,8 @@ class ClusterWatch:
 
     def check(self) -> None:
         running = {name for name, c in self.platform.list(max_age=2.0).items() if c.running}
+        if self.follow is not None:
+            self.follow(further_replicas(running, self.settings))
         for name, kind in self.kinds.items():
             up = all(service in running for service in kind.services())
             if up and name not in self.recorders:

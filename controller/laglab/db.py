@@ -6,6 +6,7 @@ whatever image runs. Every statement that differs lives in `Dialect`; callers ne
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import pymysql
@@ -215,6 +216,17 @@ def server_dialect(conn: pymysql.connections.Connection) -> Dialect:
     with conn.cursor() as cur:
         cur.execute("SELECT VERSION() AS v")
         return Dialect.from_version(cur.fetchone()["v"])
+
+
+FURTHER_REPLICA = re.compile(r"^mysql-target-([1-9][0-9]{0,3})$")
+
+
+def further_replicas(services, settings) -> list[Endpoint]:
+    """The replicas of the source besides mysql-target among these running services: on Kubernetes
+    the pods k > 0 of a scaled mysql-target StatefulSet (the platform names them mysql-target-k),
+    reached through its headless Service as mysql-target-k.mysql-target. None on Docker."""
+    found = sorted((int(m[1]), s) for s in services if (m := FURTHER_REPLICA.match(s)))
+    return [Endpoint(f"{name}.mysql-target", 3306, "root", settings.MYSQL_ROOT_PASSWORD, name) for _, name in found]
 
 
 def lab_endpoints(settings, environ) -> tuple[Endpoint, Endpoint]:

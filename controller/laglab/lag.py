@@ -204,6 +204,7 @@ def make_sample(
     written: list[tuple[int, float]] | None = None,
     split: LagSplit | None = None,
     read_error: float = 0.0,
+    replica: str = "mysql-target",
 ) -> LagSample:
     """One sample from what the target answered; `now` is when it answered, on the controller's clock
     (epoch seconds), within `read_error` (half the reading's round trip)."""
@@ -222,7 +223,7 @@ def make_sample(
             if parts is not None:
                 sample.transit_seconds, sample.queue_seconds, sample.apply_seconds = parts
     if heartbeat is None:
-        sample.status, sample.reason = "gap", "no heartbeat on mysql-target yet"
+        sample.status, sample.reason = "gap", f"no heartbeat on {replica} yet"
         return sample
     sample.heartbeat_seq = int(heartbeat["seq"])
     if heartbeat.get("server_now") is not None:
@@ -234,7 +235,7 @@ def make_sample(
     if source_error:
         sample.status, sample.reason = "gap", f"mysql-source: {source_error}"
     elif not status:
-        sample.status, sample.reason = "gap", "mysql-target is not a replica"
+        sample.status, sample.reason = "gap", f"{replica} is not a replica"
     return sample
 
 
@@ -259,6 +260,72 @@ class Ticker:
             self.stop.wait(next_at - now)
 
 
+class ReplicaReader:
+    """One replica's side of the recorder: its connection, the newest heartbeat it holds read on the
+    controller's clock, its replication status and applier timestamps (read less often), its lag split."""
+
+    def __init__(self, endpoint: Endpoint, interval: float, keep: int):
+        self.endpoint, self.interval = endpoint, interval
+        self.samples: collections.deque[LagSample] = collections.deque(maxlen=keep)
+        self.conn = None
+        self.dialect: Dialect | None = None
+        self.split = LagSplit()
+        self._status_due = self._applier_due = 0.0
+        self._status: dict | None = None
+        self._applier: dict | None = None
+
+    def read(self, source_error: str | None, unapplied_of) -> LagSample:
+        """A sample; `unapplied_of(seq)`: the heartbeats written after `seq` (LagRecorder._unapplied)."""
+        name = self.endpoint.name
+        try:
+            if self.conn is None:
+                self.conn = connect(self.endpoint, timeout=min(2.0, max(0.5, self.interval * 5)), tls=False)
+                self.dialect = server_dialect(self.conn)
+                self._status_due = self._applier_due = 0.0  # a new connection (a restarted server?) reads both now
+            with self.conn.cursor() as cur:
+                try:
+                    # The reading's time is the controller's: the middle of this statement's round
+                    # trip. The server's NOW(6) comes along only to show how far its clock is off.
+                    sent = time.time()
+                    cur.execute(
+                        f"SELECT UNIX_TIMESTAMP(NOW(6)) AS server_now, seq, UNIX_TIMESTAMP(ts) AS ts FROM {META_SCHEMA}.heartbeat WHERE id = 1"
+                    )
+                    heartbeat = cur.fetchone()
+                    now, read_error = read_time(sent, time.time())
+                except pymysql.MySQLError as error:
+                    if not error.args or error.args[0] not in (1049, 1146):
+                        raise
+                    heartbeat = None  # not replicated yet
+                if heartbeat is None:
+                    now, read_error = time.time(), 0.0
+                # The replica's status and performance_schema's timestamps at most every STATUS_EVERY
+                # and APPLIER_EVERY seconds: they do not need the heartbeat's resolution, and at 10 ms
+                # they were most of the recorder's CPU. Samples in between carry the last ones read.
+                checked = time.monotonic()
+                if checked >= self._status_due:
+                    self._status_due = checked + STATUS_EVERY
+                    cur.execute(self.dialect.replica_status)
+                    self._status = cur.fetchone()
+                if checked >= self._applier_due:
+                    self._applier_due = checked + APPLIER_EVERY
+                    self._applier = None
+                    if self.dialect.applier_timestamps:
+                        cur.execute(self.dialect.applier_timestamps)
+                        self._applier = cur.fetchone()
+                status, applier = self._status, self._applier
+            written = unapplied_of(int(heartbeat["seq"]) if heartbeat else None)
+            sample = make_sample(now, heartbeat, status, applier, source_error, written, self.split, read_error, name)
+        except (pymysql.MySQLError, OSError) as error:
+            self.conn = _close(self.conn)
+            now = time.time()
+            sample = LagSample(time=iso(now), epoch=round(now, 6), status="gap", reason=f"{name}: {_describe(error)}")
+        sample.replica = name
+        return sample
+
+    def close(self) -> None:
+        self.conn = _close(self.conn)
+
+
 class LagRecorder:
     def __init__(self, source: Endpoint, target: Endpoint, interval: float, window_seconds: int, run: Run):
         self.source, self.target = source, target
@@ -269,8 +336,9 @@ class LagRecorder:
         self.feed = Fanout("lag")  # every sample, as it is taken (scenario runs subscribe)
         self._stop = threading.Event()
         self._seq = int(time.time() * 1000)  # increasing across controller restarts
-        self._src = self._dst = None
-        self._dst_dialect: Dialect | None = None
+        self._src = None
+        self.reader = ReplicaReader(target, interval, self.samples.maxlen)
+        self._further: dict[str, ReplicaReader] = {}  # further replicas (follow()), by name
         self.source_error: str | None = None
         self.writes = 0
         self._threads: list[threading.Thread] = []
@@ -278,10 +346,6 @@ class LagRecorder:
         self._written: collections.deque[tuple[int, float]] = collections.deque(maxlen=self.samples.maxlen * 2)
         self._written_lock = threading.Lock()
         self._writes_paused = threading.Event()
-        self.split = LagSplit()
-        self._status_due = self._applier_due = 0.0
-        self._status: dict | None = None
-        self._applier: dict | None = None
 
     # --- the heartbeat writer (source) ---
     @property
@@ -330,58 +394,43 @@ class LagRecorder:
         with self._written_lock:
             return unapplied(self._written, target_seq)
 
-    # --- the sampler (target) ---
+    # --- the sampler (target, and further replicas) ---
     def _sample(self) -> None:
-        try:
-            if self._dst is None:
-                self._dst = connect(self.target, timeout=min(2.0, max(0.5, self.interval * 5)), tls=False)
-                self._dst_dialect = server_dialect(self._dst)
-                self._status_due = self._applier_due = 0.0  # a new connection (a restarted server?) reads both now
-            with self._dst.cursor() as cur:
-                try:
-                    # The reading's time is the controller's: the middle of this statement's round
-                    # trip. The server's NOW(6) comes along only to show how far its clock is off.
-                    sent = time.time()
-                    cur.execute(
-                        f"SELECT UNIX_TIMESTAMP(NOW(6)) AS server_now, seq, UNIX_TIMESTAMP(ts) AS ts FROM {META_SCHEMA}.heartbeat WHERE id = 1"
-                    )
-                    heartbeat = cur.fetchone()
-                    now, read_error = read_time(sent, time.time())
-                except pymysql.MySQLError as error:
-                    if not error.args or error.args[0] not in (1049, 1146):
-                        raise
-                    heartbeat = None  # not replicated yet
-                if heartbeat is None:
-                    now, read_error = time.time(), 0.0
-                # The replica's status and performance_schema's timestamps at most every STATUS_EVERY
-                # and APPLIER_EVERY seconds: they do not need the heartbeat's resolution, and at 10 ms
-                # they were most of the recorder's CPU. Samples in between carry the last ones read.
-                checked = time.monotonic()
-                if checked >= self._status_due:
-                    self._status_due = checked + STATUS_EVERY
-                    cur.execute(self._dst_dialect.replica_status)
-                    self._status = cur.fetchone()
-                if checked >= self._applier_due:
-                    self._applier_due = checked + APPLIER_EVERY
-                    self._applier = None
-                    if self._dst_dialect.applier_timestamps:
-                        cur.execute(self._dst_dialect.applier_timestamps)
-                        self._applier = cur.fetchone()
-                status, applier = self._status, self._applier
-            written = self._unapplied(int(heartbeat["seq"]) if heartbeat else None)
-            sample = make_sample(now, heartbeat, status, applier, self.source_error, written, self.split, read_error)
-        except (pymysql.MySQLError, OSError) as error:
-            self._dst = _close(self._dst)
-            now = time.time()
-            sample = LagSample(
-                time=iso(now), epoch=round(now, 6), status="gap", reason=f"mysql-target: {_describe(error)}"
-            )
-        sample.replica = self.target.name
+        sample = self.reader.read(self.source_error, self._unapplied)
         self.samples.append(sample)
         self.series.append(sample.as_dict())
         self.feed.publish(sample)
-        if sample.status == "gap" and self._dst is None:
+        for reader in list(self._further.values()):  # the same heartbeat, on each further replica
+            further = reader.read(self.source_error, self._unapplied)
+            reader.samples.append(further)
+            self.series.append(further.as_dict())
+        if sample.status == "gap" and self.reader.conn is None:
             self._stop.wait(min(1.0, self.interval * 5))
+
+    def follow(self, endpoints: list[Endpoint]) -> None:
+        """Read these further replicas of the source too (the pods of a scaled mysql-target StatefulSet
+        on Kubernetes), each with its own connection; stop reading the ones no longer listed."""
+        wanted = {e.name: e for e in endpoints if e.name != self.target.name}
+        readers = dict(self._further)
+        for name in [n for n in readers if n not in wanted or readers[n].endpoint != wanted[n]]:
+            readers.pop(name).close()
+        for name, endpoint in wanted.items():
+            if name not in readers:
+                readers[name] = ReplicaReader(endpoint, self.interval, self.samples.maxlen)
+        self._further = readers  # replaced whole: the sampler iterates over a snapshot
+
+    def replica(self, name: str) -> collections.deque | None:
+        """A replica's samples: mysql-target's, or a further one's."""
+        if name == self.target.name:
+            return self.samples
+        reader = self._further.get(name)
+        return None if reader is None else reader.samples
+
+    def latest(self) -> dict[str, dict]:
+        """Every replica's newest sample, by name."""
+        out = {self.target.name: self.samples[-1].as_dict()} if self.samples else {}
+        out.update({name: r.samples[-1].as_dict() for name, r in self._further.items() if r.samples})
+        return out
 
     def start(self) -> None:
         for name, fn, offset in (

@@ -32,6 +32,13 @@ class LabCollector(Collector):
             lag.add_metric([lab.target.name], latest.lag_seconds)
         if latest is not None and latest.seconds_behind_source is not None:
             behind.add_metric([lab.target.name], latest.seconds_behind_source)
+        further = lab.recorder.latest() if lab.recorder else {}
+        further.pop(lab.target.name, None)
+        for name, sample in further.items():  # further replicas (mysql-target-1, ... on Kubernetes)
+            if sample["lag_seconds"] is not None:
+                lag.add_metric([name], sample["lag_seconds"])
+            if sample["seconds_behind_source"] is not None:
+                behind.add_metric([name], sample["seconds_behind_source"])
         queue = GaugeMetricFamily(
             "laglab_cluster_queue_transactions",
             "A cluster member's replication queue (GR: certifier, applier; Galera: applier = wsrep_local_recv_queue)",

@@ -18,12 +18,14 @@ def lag(query: models.LagQuery):
     lab = parts.lab()
     recorder = parts.recorder()
     samples = recorder.samples
-    replicas = {recorder.target.name: recorder.samples[-1].as_dict()} if recorder.samples else {}
+    replicas = recorder.latest()  # mysql-target and any further replica (Kubernetes: mysql-target-1, ...)
     if lab.clusters is not None:
         for node in lab.clusters.recorders.values():
             replicas.update(node.latest())
     if query.replica not in (None, recorder.target.name):
-        samples = lab.clusters.replica(query.replica) if lab.clusters is not None else None
+        samples = recorder.replica(query.replica)
+        if samples is None and lab.clusters is not None:
+            samples = lab.clusters.replica(query.replica)
         if samples is None:
             raise ApiError(
                 404, f"replica: no lag recorded for {query.replica!r} (recorded: {', '.join(sorted(replicas))})"

@@ -5,6 +5,7 @@ from flask import Blueprint
 
 from ..errors import ApiError
 from ..openapi import operation
+from ..platforms import PlatformError
 from ..shaping import verify
 from ..shaping.params import SERVICE_PATTERN, parse_request, valid_service
 from . import models, parts
@@ -97,7 +98,7 @@ def links():
 @operation(
     bp, "POST", "/api/verify",
     "Measure a link from inside the lab: RTT (ping -U) and throughput (iperf3, both directions)",
-    body=models.VerifyBody, ok=(200, models.Verified), errors=(404, 422, 503),
+    body=models.VerifyBody, ok=(200, models.Verified), errors=(404, 422, 502, 503),
 )  # fmt: skip
 def verify_link(body: models.VerifyBody):
     m = manager()
@@ -111,11 +112,16 @@ def verify_link(body: models.VerifyBody):
         raise ApiError(422, "to: must differ from 'from'")
     src, dst = ends["from"], ends["to"]
     entered = src.entered and dst.entered
-    if body.throughput and not entered and "throughput" in body.model_fields_set:
-        raise ApiError(503, "throughput: measured only where the controller enters the containers (Docker) so far")
     requested = m.requested(src, dst, lab)
     measured = {"rtt": verify.rtt_between(m.platform, m.executor, src, dst.ip, body.count)}
-    if body.throughput and entered:  # (on Kubernetes, unless asked for explicitly: RTT only)
+    if body.throughput and not entered:  # Kubernetes: iperf3 in the pods' tools containers, through exec
+        try:
+            for key, reverse in (("forward_mbit", False), ("reverse_mbit", True)):
+                measured[key] = verify.throughput_in_pods(m.platform, src, dst, body.seconds, reverse, body.streams)
+        except PlatformError as error:  # the tools container or iperf3's server: the cluster's answer
+            raise ApiError(502, str(error)) from None
+        measured["forward_other_mbit"] = None  # not counted in a pod (no iptables without NET_ADMIN)
+    elif body.throughput:
         side: dict = {}
         for key, reverse in (("forward_mbit", False), ("reverse_mbit", True)):
             measured[key] = verify.measure_throughput(

@@ -109,8 +109,15 @@ class Platform(Protocol):
         """The lab network's bridge and a process in its namespace (the userspace backend's NFQUEUE)."""
 
     # --- inside a service's container ---
-    def exec(self, service: str, argv: list[str], workdir: str | None = None) -> tuple[int, bytes]:
-        """Run argv to its end; (exit code, stdout and stderr)."""
+    def exec(
+        self, service: str, argv: list[str], workdir: str | None = None, container: str | None = None
+    ) -> tuple[int, bytes]:
+        """Run argv to its end; (exit code, stdout and stderr). `container`: another container of the
+        service's pod (Kubernetes: tools()); Docker has one per service."""
+
+    def tools(self, service: str) -> str:
+        """A container of the service with iperf3 and ss, sharing its network (Kubernetes: an ephemeral
+        container); Unsupported where the controller enters the namespaces itself (Docker)."""
 
     def exec_stream(self, service: str, argv: list[str], workdir: str | None = None) -> Execution: ...
 

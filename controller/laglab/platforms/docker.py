@@ -14,7 +14,7 @@ import tarfile
 import threading
 import time
 
-from .base import Bridge, LabContainer, ServiceState, running_of
+from .base import Bridge, LabContainer, ServiceState, Unsupported, running_of
 
 log = logging.getLogger("laglab.containers")
 PROJECT_LABEL = "com.docker.compose.project"
@@ -194,9 +194,16 @@ class DockerPlatform:
             return None
 
     # --- inside a service's container ---
-    def exec(self, service: str, argv: list[str], workdir: str | None = None) -> tuple[int, bytes]:
+    def exec(
+        self, service: str, argv: list[str], workdir: str | None = None, container: str | None = None
+    ) -> tuple[int, bytes]:
+        if container is not None:
+            raise Unsupported(f"container: a Docker service is one container ({service}), not {container!r}")
         code, out = self.container(service).exec_run(argv, workdir=workdir)
         return code, out or b""
+
+    def tools(self, service: str) -> str:
+        raise Unsupported("throughput: on Docker iperf3 runs in the containers' namespaces, entered by the controller")
 
     def exec_stream(self, service: str, argv: list[str], workdir: str | None = None) -> DockerExecution:
         api = self.client.api

@@ -95,10 +95,14 @@ class KubeApi:
                     self._token = (time.monotonic(), f.read().strip())
             return {"Authorization": f"Bearer {self._token[1]}"}
 
-    def request(self, method: str, path: str, params: dict | None = None, body: dict | None = None) -> dict:
+    def request(
+        self, method: str, path: str, params: dict | None = None, body: dict | None = None, content_type: str = ""
+    ) -> dict:
+        """`content_type`: a PATCH's (application/strategic-merge-patch+json, ...); JSON otherwise."""
+        headers = {**self._headers(), **({"Content-Type": content_type} if content_type else {})}
         try:
             answer = self.session.request(
-                method, self.url + path, params=params, json=body, headers=self._headers(), timeout=self.timeout
+                method, self.url + path, params=params, json=body, headers=headers, timeout=self.timeout
             )
         except requests.RequestException as error:
             raise KubeError(0, "Unreachable", str(error), method, path) from None

@@ -22,8 +22,22 @@ from .kube_api import ExecResult, KubeApi, KubeError
 
 log = logging.getLogger("laglab.kubernetes")
 NAME_LABEL = "app.kubernetes.io/name"
+POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"  # the StatefulSet controller puts it on each of its pods
 SHAPED_LABEL = "laglab.shaped"  # "never": the controller, set-up jobs (as compose's label)
 FILE_NAME = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+ORDINAL = re.compile(r"-([0-9]+)$")
+
+
+def service_of(pod: dict) -> str | None:
+    """The lab's name for a pod: its `app.kubernetes.io/name` label, and for a StatefulSet's further
+    pods (ordinal k > 0, e.g. mysql-target scaled to 3 replicas) that name with -k: mysql-target-0 is
+    mysql-target, as on Docker, and mysql-target-2 is mysql-target-2."""
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    name = labels.get(NAME_LABEL)
+    ordinal = ORDINAL.search(labels.get(POD_NAME_LABEL) or "")
+    if name and ordinal and int(ordinal[1]) > 0:
+        return f"{name}-{int(ordinal[1])}"
+    return name
 
 
 class KubernetesPlatform:
@@ -56,7 +70,7 @@ class KubernetesPlatform:
         for pod in sorted(items, key=lambda p: p["metadata"]["name"]):
             meta = pod.get("metadata") or {}
             labels = meta.get("labels") or {}
-            service = labels.get(NAME_LABEL)
+            service = service_of(pod)
             if not service or meta.get("deletionTimestamp"):
                 continue
             running = _running(pod)
@@ -88,6 +102,20 @@ class KubernetesPlatform:
             raise PlatformError(f"{service}: no pod of this lab")
         return pods[service]
 
+    def shared_pods(self) -> dict[str, str]:
+        """service -> its pod's name, for the services whose name label other pods carry too (the
+        replicas of a scaled StatefulSet): a chaos object must select those by the pod-name label."""
+        pods = self._pods()[1]
+        counts: dict[str, int] = {}
+        for pod in pods.values():
+            label = pod["metadata"]["labels"].get(NAME_LABEL)
+            counts[label] = counts.get(label, 0) + 1
+        return {
+            service: pod["metadata"]["name"]
+            for service, pod in pods.items()
+            if counts[pod["metadata"]["labels"].get(NAME_LABEL)] > 1
+        }
+
     def image(self, service: str) -> str | None:
         try:
             return self._pod(service)["spec"]["containers"][0]["image"]
@@ -114,8 +142,12 @@ class KubernetesPlatform:
         spec = self._pod(service).get("spec") or {}
         return pod.name, spec["containers"][0]["name"]
 
-    def exec(self, service: str, argv: list[str], workdir: str | None = None) -> tuple[int, bytes]:
-        pod, container = self._main(service)
+    def exec(
+        self, service: str, argv: list[str], workdir: str | None = None, container: str | None = None
+    ) -> tuple[int, bytes]:
+        """`container`: another container of the service's pod than its main one (tools())."""
+        pod, main = self._main(service)
+        container = container or main
         try:
             result = self.api.exec(pod, container, _in_dir(argv, workdir))
         except KubeError as error:
@@ -128,6 +160,64 @@ class KubernetesPlatform:
             return self.api.exec_stream(pod, container, _in_dir(argv, workdir), timeout=3600)
         except KubeError as error:
             raise PlatformError(f"{service}: exec: {error.message}") from None
+
+    # --- iperf3 and ss in a pod whose image has none: an ephemeral container ---
+    TOOLS = "laglab-tools"
+    TOOLS_TIMEOUT = 90.0  # seconds for its image to be pulled and the container to start
+    TOOLS_POLL = 0.5
+
+    def tools(self, service: str) -> str:
+        """The container of the service's pod to run iperf3 and ss in: its own when its image is
+        loadgen's, else the ephemeral container laglab-tools on loadgen's image, added to the pod
+        through its ephemeralcontainers subresource as `kubectl debug` does (it shares the pod's
+        network namespace, so iperf3 there measures the pod's link). An ephemeral container cannot be
+        removed: it sleeps until the pod goes, and the next measurement uses it again."""
+        pod = self._pod(service)
+        spec, name = pod.get("spec") or {}, pod["metadata"]["name"]
+        image = self.image("loadgen")
+        if image is None:
+            raise PlatformError("throughput: no loadgen pod in this lab to take the tools image (iperf3) from")
+        if spec["containers"][0].get("image") == image:
+            return spec["containers"][0]["name"]
+        if self.TOOLS not in [c.get("name") for c in spec.get("ephemeralContainers") or []]:
+            body = {"spec": {"ephemeralContainers": [{
+                "name": self.TOOLS, "image": image, "command": ["sleep", "infinity"],
+                "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+            }]}}  # fmt: skip
+            try:
+                self.api.request("PATCH", self.api.pods_path(name) + "/ephemeralcontainers", body=body,
+                                 content_type="application/strategic-merge-patch+json")  # fmt: skip
+            except KubeError as error:
+                raise PlatformError(f"throughput: adding {self.TOOLS} to pod {name}: {error.message}") from None
+        deadline = time.monotonic() + self.TOOLS_TIMEOUT
+        while True:
+            try:
+                current = self.api.request("GET", self.api.pods_path(name))
+            except KubeError as error:
+                raise PlatformError(f"throughput: reading pod {name}: {error.message}") from None
+            statuses = (current.get("status") or {}).get("ephemeralContainerStatuses") or []
+            state = next((s.get("state") or {} for s in statuses if s.get("name") == self.TOOLS), {})
+            if "running" in state:
+                return self.TOOLS
+            waiting = state.get("waiting") or {}
+            if waiting.get("reason") in (
+                "ErrImagePull",
+                "ImagePullBackOff",
+                "InvalidImageName",
+                "CreateContainerError",
+            ):
+                raise PlatformError(f"throughput: {self.TOOLS} in pod {name}: {waiting['reason']}: "
+                                    f"{waiting.get('message', '')}".rstrip(": "))  # fmt: skip
+            if "terminated" in state:
+                ended = state["terminated"]
+                raise PlatformError(f"throughput: {self.TOOLS} in pod {name} ended: {ended.get('reason', '')} "
+                                    f"(exit {ended.get('exitCode')})")  # fmt: skip
+            if time.monotonic() > deadline:
+                raise PlatformError(
+                    f"throughput: {self.TOOLS} in pod {name} not running after {self.TOOLS_TIMEOUT:g}s"
+                    + (f" ({waiting.get('reason')})" if waiting.get("reason") else "")
+                )
+            time.sleep(self.TOOLS_POLL)
 
     def read_file(self, service: str, path: str) -> bytes:
         code, out = self.exec(service, ["cat", "--", path])
@@ -178,7 +268,7 @@ class KubernetesPlatform:
         kind = "kill" if action in ("kill", "restart") else "stop"
         pod = self._pod(service)
         container = pod["spec"]["containers"][0]["name"]
-        body = chaos_mesh.pod_chaos(self.project, service, kind, container)
+        body = chaos_mesh.pod_chaos(self.project, service, kind, container, pods=self.shared_pods())
         if self.owner:
             body["metadata"]["ownerReferences"] = [self.owner]
         self._delete_chaos(service, kind)  # a container-kill is done once injected: the last one may remain
@@ -204,6 +294,12 @@ class KubernetesPlatform:
             self._cache = None
             return
         raise PlatformError(f"{service}: its PodChaos was not recovered within {timeout:g}s")
+
+
+def statefulset_replicas(api: KubeApi, name: str) -> int:
+    """How many pods a StatefulSet of the lab's namespace asks for (its spec.replicas, default 1)."""
+    body = api.request("GET", f"/apis/apps/v1/namespaces/{api.namespace}/statefulsets/{name}")
+    return int((body.get("spec") or {}).get("replicas", 1))
 
 
 def _own_pod(environ) -> dict | None:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from .base import Bridge, LabContainer, PlatformError, ServiceState, running_of
 from .kube_api import KubeApi, KubeError
-from .kubernetes import NAME_LABEL, SHAPED_LABEL, _running
+from .kubernetes import NAME_LABEL, SHAPED_LABEL, _running, service_of
 
 ANY_INTERFACE = "+"  # iptables' wildcard: every interface
 
@@ -56,7 +56,7 @@ class NodePlatform:
         for pod in sorted(self._items(), key=lambda p: p["metadata"]["name"]):
             meta, status = pod["metadata"], pod.get("status") or {}
             labels = meta.get("labels") or {}
-            service, ip = labels.get(NAME_LABEL), status.get("podIP")
+            service, ip = service_of(pod), status.get("podIP")
             if not service or meta.get("deletionTimestamp") or not _running(pod):
                 continue
             shapeable = labels.get(SHAPED_LABEL) != "never"
@@ -125,7 +125,7 @@ class NodePlatform:
         return Bridge(ANY_INTERFACE, self.root_pid)
 
     # --- the shaper runs nothing in pods and breaks nothing ---
-    def exec(self, service: str, argv: list[str], workdir: str | None = None):
+    def exec(self, service: str, argv: list[str], workdir: str | None = None, container: str | None = None):
         raise PlatformError("the node shaper runs no command in a pod")
 
     exec_stream = exec

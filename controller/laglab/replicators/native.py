@@ -198,6 +198,7 @@ def wait_running(conn, seconds: float, sleep=time.sleep) -> dict:
 
 def setup(settings, environ) -> None:
     source, target = lab_endpoints(settings, environ)
+    replicas = replica_endpoints(target, environ)
     src = wait_connect(source, 180)
     dst = wait_connect(target, 180)
     dialect = server_dialect(src)
@@ -209,14 +210,59 @@ def setup(settings, environ) -> None:
     # Inside the lab the replica reaches the source by service name on 3306.
     inside = Endpoint("mysql-source", 3306, "", "", "mysql-source")
     source_executed = None if dialect.is_mariadb else executed_gtids(src, dialect)
-    action = configure_target(
-        dst, dialect, inside, settings.REPL_USER, settings.REPL_PASSWORD, source_executed, dtle_job=dtle_job_state
-    )
-    wait_running(dst, 60)
-    say(f"replica {action}; IO and SQL threads running")
+    for ordinal, replica in enumerate(replicas):
+        conn = dst if ordinal == 0 else wait_connect(replica, 180)
+        if len(replicas) > 1 or environ.get("LAGLAB_TARGET_STATEFULSET"):
+            own_server_id(conn, dialect, 2 + ordinal)  # one StatefulSet's pods share one target.cnf
+        if ordinal == 0:  # mysql-target: the one DTLE may hand back to
+            action = configure_target(
+                conn, dialect, inside, settings.REPL_USER, settings.REPL_PASSWORD, source_executed,
+                dtle_job=dtle_job_state,
+            )  # fmt: skip
+        else:
+            action = configure_target(conn, dialect, inside, settings.REPL_USER, settings.REPL_PASSWORD)
+        wait_running(conn, 60)
+        say(f"{replica.name}: replica {action}; IO and SQL threads running" if len(replicas) > 1
+            else f"replica {action}; IO and SQL threads running")  # fmt: skip
     # Asynchronous unless the semi-sync profile's job turns semi-sync on after this one.
     if set_semi_sync(source, target, False, settings.SEMI_SYNC_TIMEOUT_MS)["enabled"] is False:
         say("semi-sync off")
+
+
+def replica_endpoints(target: Endpoint, environ) -> list[Endpoint]:
+    """The replicas to set up: mysql-target, or on Kubernetes every pod of the StatefulSet that
+    LAGLAB_TARGET_STATEFULSET names (its spec.replicas, read through the API): pod k is reached as
+    <name>-k.<name> (its headless Service) and is the lab's service <name> for k = 0, <name>-k after."""
+    name = environ.get("LAGLAB_TARGET_STATEFULSET")
+    if not name:
+        return [target]
+    from ..platforms.kube_api import KubeApi, KubeError
+    from ..platforms.kubernetes import statefulset_replicas
+
+    try:
+        count = statefulset_replicas(KubeApi.from_environment(environ), name)
+    except KubeError as error:
+        raise RuntimeError(f"reading statefulset {name}'s replicas: {error.message}") from None
+    return [
+        Endpoint(f"{name}-{k}.{name}", target.port, target.user, target.password, name if k == 0 else f"{name}-{k}")
+        for k in range(max(1, count))
+    ]
+
+
+def own_server_id(conn, dialect: Dialect, server_id: int) -> None:
+    """Each replica its own server_id (two with one id cut each other off from the source). Persisted
+    where the server can (MySQL's SET PERSIST); MariaDB has no SET PERSIST, so the job sets it again
+    after a restart (a Kubernetes Job re-run, as after any scaling)."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT @@GLOBAL.server_id AS id")
+        if int(cur.fetchone()["id"]) == server_id:
+            return
+        cur.execute(f"SET {'GLOBAL' if dialect.is_mariadb else 'PERSIST'} server_id = {int(server_id)}")
+        if replica_state(conn):  # a receiver already connected asked with the old id: ask again
+            io = "SLAVE IO_THREAD" if dialect.is_mariadb else "REPLICA IO_THREAD"
+            cur.execute(f"STOP {io}")
+            cur.execute(f"START {io}")
+    say(f"server_id {server_id}")
 
 
 # --- semi-sync -----------------------------------------------------------------------------------

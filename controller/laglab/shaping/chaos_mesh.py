@@ -40,7 +40,27 @@ def percent(fraction: float) -> str:
     return f"{round(fraction * 100, 4):.4f}".rstrip("0").rstrip(".")
 
 
-def selector(namespace: str, services: list[str]) -> dict:
+POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
+
+
+def selector(namespace: str, services: list[str], pods: dict[str, str] | None = None) -> dict:
+    """The pods of `services`: by their name label, or, for a service in `pods` (one of several pods
+    under one name label: mysql-target scaled to N replicas), by its StatefulSet pod name."""
+    pods = pods or {}
+    named = [pods[s] for s in services if s in pods]
+    if named:
+        if len(named) < len(services):
+            raise ShapingError(
+                Kind.INVALID,
+                f"services: {', '.join(sorted(services))}: one chaos object selects either replicas of one "
+                "StatefulSet by pod name or services by name, not both; shape them separately",
+            )
+        if len(named) == 1:
+            return {"namespaces": [namespace], "labelSelectors": {POD_NAME_LABEL: named[0]}}
+        return {
+            "namespaces": [namespace],
+            "expressionSelectors": [{"key": POD_NAME_LABEL, "operator": "In", "values": sorted(named)}],
+        }
     if len(services) == 1:
         return {"namespaces": [namespace], "labelSelectors": {NAME_LABEL: services[0]}}
     return {
@@ -91,9 +111,11 @@ def network_chaos(namespace: str, service: str, request: Request, never: frozens
     return link_chaos(namespace, service, request.peer, "from" if ingress else "to", request.shaping)
 
 
-def link_chaos(namespace: str, service: str, peer: str | None, direction: str, shaping: Impairment) -> dict:
+def link_chaos(
+    namespace: str, service: str, peer: str | None, direction: str, shaping: Impairment, pods: dict | None = None
+) -> dict:
     """One NetworkChaos: what `service` sends to (`to`) or receives from (`from`) `peer` (None: every
-    destination, `to` only), with one impairment."""
+    destination, `to` only), with one impairment. `pods`: as selector()'s."""
     if direction == "from" and peer is None:
         raise ShapingError(
             Kind.INVALID,
@@ -103,12 +125,12 @@ def link_chaos(namespace: str, service: str, peer: str | None, direction: str, s
     spec: dict = {
         "action": "netem",
         "mode": "all",
-        "selector": selector(namespace, [service]),
+        "selector": selector(namespace, [service], pods),
         "direction": direction,
         **netem_fields(shaping),
     }
     if peer is not None:
-        spec["target"] = {"mode": "all", "selector": selector(namespace, [peer])}
+        spec["target"] = {"mode": "all", "selector": selector(namespace, [peer], pods)}
     link = peer or "all"
     return {
         "apiVersion": API_VERSION,
@@ -141,12 +163,14 @@ def partition_chaos(namespace: str, ident: str, a: list[str], b: list[str], onew
 POD_ACTIONS = {"kill": "container-kill", "stop": "pod-failure"}
 
 
-def pod_chaos(namespace: str, service: str, action: str, container: str, seconds: float | None = None) -> dict:
+def pod_chaos(
+    namespace: str, service: str, action: str, container: str, seconds: float | None = None, pods: dict | None = None
+) -> dict:
     """A container fault: kill (container-kill: the container restarts) or stop (pod-failure, for
     `seconds`). Pause has no PodChaos: the platform will refuse it naming the action."""
     if action not in POD_ACTIONS:
         raise ShapingError(Kind.INVALID, f"action: {action} has no PodChaos (Chaos Mesh has {', '.join(POD_ACTIONS)})")
-    spec: dict = {"action": POD_ACTIONS[action], "mode": "all", "selector": selector(namespace, [service])}
+    spec: dict = {"action": POD_ACTIONS[action], "mode": "all", "selector": selector(namespace, [service], pods)}
     if action == "kill":
         spec["containerNames"] = [container]
     if seconds is not None:
@@ -233,10 +257,11 @@ class ChaosMeshBackend:
                 for peer in others:
                     add(entry.service, "from", peer, entry.shaping)
         plans: dict[str, dict[str, dict]] = {service: {} for service in ips}
+        pods = self.platform.shared_pods() if self.platform is not None else {}
         for (service, direction, peer), shaping in sorted(
             links.items(), key=lambda i: (i[0][0], i[0][1], i[0][2] or "")
         ):
-            body = link_chaos(self.namespace, service, peer, direction, shaping)
+            body = link_chaos(self.namespace, service, peer, direction, shaping, pods)
             body["metadata"]["labels"].update(self.labels)
             if self.platform is not None and getattr(self.platform, "owner", None):
                 body["metadata"]["ownerReferences"] = [self.platform.owner]

@@ -92,35 +92,57 @@ def measure_throughput(
     started = time.monotonic()
     try:
         _wait_listening(executor, to_pid, IPERF_PORT)
-        argv = [
-            "iperf3",
-            "-c",
-            to_ip,
-            "-p",
-            str(IPERF_PORT),
-            "-t",
-            str(seconds),
-            "-P",
-            str(streams),
-            # Leave out the first second (TCP slow start at a high RTT is not the link's rate).
-            "-O",
-            "1",
-            "-J",
-            *(["-R"] if reverse else []),
-        ]
+        argv = iperf_argv(to_ip, seconds, streams, reverse)
         out = executor.run(argv, netns_pid=from_pid, check=False, timeout=seconds + 31)
         if counting:
             side.update(_side_traffic(executor, from_pid, time.monotonic() - started))
-        try:
-            return round(json.loads(out)["end"]["sum_received"]["bits_per_second"] / 1e6, 3)
-        except (ValueError, KeyError):
-            return None
+        return iperf_mbit(out)
     finally:
         if counting:
             _uncount_side_traffic(executor, from_pid)
         if server is not None:
             server.kill()
             server.wait(timeout=5)
+
+
+def iperf_argv(to_ip: str, seconds: int, streams: int, reverse: bool) -> list[str]:
+    """The iperf3 client: `streams` TCP streams for `seconds`, JSON out. Leaves out the first second
+    (TCP slow start at a high RTT is not the link's rate)."""
+    return ["iperf3", "-c", to_ip, "-p", str(IPERF_PORT), "-t", str(seconds), "-P", str(streams), "-O", "1", "-J",
+            *(["-R"] if reverse else [])]  # fmt: skip
+
+
+def iperf_mbit(out: str | bytes) -> float | None:
+    """Mbit/s received, from iperf3 -J's output (None when it has no result: it failed)."""
+    try:
+        return round(json.loads(out)["end"]["sum_received"]["bits_per_second"] / 1e6, 3)
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def throughput_in_pods(platform, src, dst, seconds: int, reverse: bool, streams: int = 1) -> float | None:
+    """iperf3 between two pods where the controller enters no namespace (Kubernetes): the server in
+    the receiving pod, the client in the sending one, each in its pod's tools container (the
+    platform's tools(): loadgen's image, sharing the pod's network), through the API's exec. The
+    link's other traffic is not counted there (no iptables without NET_ADMIN). PlatformError when the
+    tools container cannot run or iperf3's server does not start."""
+    from ..platforms import PlatformError
+
+    server, client = platform.tools(dst.service), platform.tools(src.service)
+    # -D: the server goes to the background and the exec returns; -1: it serves one test and ends.
+    code, out = platform.exec(dst.service, ["iperf3", "-s", "-1", "-D", "-p", str(IPERF_PORT)], container=server)
+    if code != 0:
+        raise PlatformError(
+            f"throughput: iperf3 -s in {dst.service}: exit {code}: {out.decode(errors='replace')[-200:]}"
+        )
+    try:
+        with contextlib.suppress(TimedOut):  # not listening: the client's connect error says so
+            poll(lambda: platform.exec(dst.service, ["ss", "-Hltn", f"sport = :{IPERF_PORT}"], container=server)[1].strip(),
+                 5.0, interval=0.1)  # fmt: skip
+        code, out = platform.exec(src.service, iperf_argv(dst.ip, seconds, streams, reverse), container=client)
+        return iperf_mbit(out)
+    finally:  # a server whose client never came is still waiting
+        platform.exec(dst.service, ["pkill", "-x", "iperf3"], container=server)
 
 
 def _count_side_traffic(executor: Executor, pid: int, to_ip: str) -> bool:

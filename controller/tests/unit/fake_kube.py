@@ -15,6 +15,14 @@ controller's Kubernetes platform and Chaos Mesh backend call, answering as the r
   is missing). A deleted object keeps its deletionTimestamp until `recover_after` seconds have
   passed (AllRecovered), then is gone.
 - Events: list by field selector on the involved object's name and kind.
+- Ephemeral containers: PATCH of a pod's `ephemeralcontainers` subresource as a strategic merge patch
+  (415 for another body type, as the API server), merged by name; changing one that exists is 422
+  (they may not be changed). The kubelet's side: its status waits (ContainerCreating) for
+  `tools_after` seconds, then runs; an image in `bad_images` waits in ErrImagePull. Exec into a
+  container the pod does not run is a 400 naming it.
+- StatefulSets: `add_statefulset` makes its pods (name-0 .. name-(n-1), each with the
+  `statefulset.kubernetes.io/pod-name` label and an owner reference, as the StatefulSet controller
+  does) and answers GET of the object; a path in `forbidden` answers 403 in RBAC's words.
 
 `requests` logs every call as (method, path, query, body) for the tests to compare exactly.
 """
@@ -90,6 +98,12 @@ class FakeKube:
         self.chaos: dict[str, dict[str, dict]] = {"networkchaos": {}, "podchaos": {}}
         self.events: list[dict] = []
         self.configmaps: dict[str, dict] = {}
+        self.statefulsets: dict[str, dict] = {}
+        self.forbidden: set[str] = set()  # paths RBAC denies the caller (403 Forbidden)
+        self.tools_after = 0.2  # seconds from an ephemeral container's creation to running
+        self.bad_images: set[str] = set()  # images the kubelet cannot pull
+        self._ephemeral_at: dict[tuple[str, str], float] = {}  # (pod, container) -> when added
+        self.content_type = ""  # of the request being answered
         self.no_netem: set[str] = set()  # nodes whose kernel lacks sch_netem
         self.chaos_mesh_installed = True  # False: its CRDs are not in the cluster (404 as for any unknown path)
         self.restart_after = 0.3  # a killed container is ready again this long after the kill
@@ -116,6 +130,20 @@ class FakeKube:
             if made["status"]["conditions"][0]["status"] != "True":
                 self.down_until[made["metadata"]["name"]] = float("inf")
         return made
+
+    def add_statefulset(self, name: str, replicas: int, node_of=lambda k: f"node-{k}", ip_of=lambda k: f"10.0.9.{k}"):
+        """A StatefulSet of `replicas` pods, as its controller makes them."""
+        with self.lock:
+            self.statefulsets[name] = {
+                "apiVersion": "apps/v1", "kind": "StatefulSet",
+                "metadata": {"name": name, "namespace": self.namespace, "uid": f"uid-sts-{name}"},
+                "spec": {"replicas": replicas, "serviceName": name, "podManagementPolicy": "Parallel"},
+            }  # fmt: skip
+        for k in range(replicas):
+            made = self.add_pod(f"{name}-{k}", name, node_of(k), ip_of(k),
+                                labels={"statefulset.kubernetes.io/pod-name": f"{name}-{k}"})  # fmt: skip
+            made["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": name,
+                                                    "uid": f"uid-sts-{name}", "controller": True}]  # fmt: skip
 
     def remove_pod(self, name: str) -> None:
         with self.lock:
@@ -151,6 +179,7 @@ class FakeKube:
         for name, target in self.pods.items():
             ready = now >= self.down_until.get(name, 0.0)
             target["status"]["conditions"] = [{"type": "Ready", "status": "True" if ready else "False"}]
+            self._kubelet(name, target)
 
     def _selected(self, obj: dict) -> list[dict]:
         sel = obj["spec"]["selector"]
@@ -222,6 +251,7 @@ class FakeKube:
                 with fake.lock:
                     fake.requests.append((method, url.path, query, body))
                     fake._advance()
+                    fake.content_type = self.headers.get("Content-Type", "")
                     code, answer = fake.answer(method, url.path, query, body)
                 self._send(code, answer)
 
@@ -232,6 +262,10 @@ class FakeKube:
                     target = fake.pods.get(m[2]) if m else None
                 if target is None:
                     return self._send(404, status(404, "NotFound", f'pods "{m[2] if m else path}" not found'))
+                container = (query.get("container") or [None])[0]
+                if container is not None and container not in fake.running_containers(target):
+                    return self._send(400, status(400, "BadRequest",
+                                                  f"container {container} is not valid for pod {m[2]}"))  # fmt: skip
                 if "v4.channel.k8s.io" not in self.headers.get("Sec-WebSocket-Protocol", ""):
                     return self._send(400, status(400, "BadRequest", "no supported channel protocol"))
                 accept = base64.b64encode(
@@ -283,10 +317,70 @@ class FakeKube:
             def do_PUT(self):
                 self._route("PUT")
 
+            def do_PATCH(self):
+                self._route("PATCH")
+
         return Handler
+
+    def running_containers(self, target: dict) -> list[str]:
+        names = [c["name"] for c in target["spec"]["containers"]]
+        for state in target["status"].get("ephemeralContainerStatuses") or []:
+            if "running" in state["state"]:
+                names.append(state["name"])
+        return names
+
+    def _ephemeral(self, name: str, body: dict | None) -> tuple[int, dict]:
+        patch_types = ("application/json-patch+json", "application/merge-patch+json",
+                       "application/apply-patch+yaml", "application/strategic-merge-patch+json")  # fmt: skip
+        if self.content_type.split(";")[0] not in patch_types:
+            return 415, status(415, "UnsupportedMediaType", "the body of the request was in an unknown format - "
+                               f"accepted media types include: {', '.join(patch_types)}")  # fmt: skip
+        target = self.pods.get(name)
+        if target is None:
+            return 404, status(404, "NotFound", f'pods "{name}" not found')
+        have = {c["name"]: c for c in target["spec"].get("ephemeralContainers") or []}
+        for container in ((body or {}).get("spec") or {}).get("ephemeralContainers") or []:
+            if container["name"] in have and have[container["name"]] != container:
+                return 422, status(422, "Invalid", f'Pod "{name}" is invalid: spec.ephemeralContainers: Forbidden: '
+                                   f'existing ephemeral containers "{container["name"]}" may not be changed')  # fmt: skip
+            if container["name"] not in have:
+                target["spec"].setdefault("ephemeralContainers", []).append(copy.deepcopy(container))
+                self._ephemeral_at[(name, container["name"])] = time.monotonic()
+        self._advance()
+        return 200, copy.deepcopy(target)
+
+    def _kubelet(self, name: str, target: dict) -> None:
+        """The ephemeral containers' status, as the kubelet reports it."""
+        statuses = []
+        for container in target["spec"].get("ephemeralContainers") or []:
+            added = self._ephemeral_at[(name, container["name"])]
+            if container["image"] in self.bad_images:
+                state = {"waiting": {"reason": "ErrImagePull", "message": f'failed to pull and unpack image "{container["image"]}": '
+                                     "failed to resolve reference: not found"}}  # fmt: skip
+            elif time.monotonic() - added < self.tools_after:
+                state = {"waiting": {"reason": "ContainerCreating"}}
+            else:
+                state = {"running": {"startedAt": "2026-11-26T00:00:02Z"}}
+            statuses.append({"name": container["name"], "image": container["image"], "ready": False, "state": state})
+        if statuses:
+            target["status"]["ephemeralContainerStatuses"] = statuses
 
     def answer(self, method: str, path: str, query: dict, body: dict | None) -> tuple[int, dict]:
         ns = re.escape(self.namespace)
+        if path in self.forbidden:
+            resource, name = path.rstrip("/").split("/")[-2:]
+            group = path.split("/")[2] if path.startswith("/apis/") else ""
+            return 403, status(403, "Forbidden", f'{resource}{"." + group if group else ""} "{name}" is forbidden: '
+                               f'User "system:serviceaccount:{self.namespace}:default" cannot {method.lower()} '
+                               f'resource "{resource}" in API group "{group}" in the namespace "{self.namespace}"')  # fmt: skip
+        if m := re.fullmatch(rf"/apis/apps/v1/namespaces/{ns}/statefulsets/([^/]+)", path):
+            if method == "GET" and m[1] in self.statefulsets:
+                return 200, copy.deepcopy(self.statefulsets[m[1]])
+            return 404, status(404, "NotFound", f'statefulsets.apps "{m[1]}" not found')
+        if (
+            m := re.fullmatch(rf"/api/v1/namespaces/{ns}/pods/([^/]+)/ephemeralcontainers", path)
+        ) and method == "PATCH":
+            return self._ephemeral(m[1], body)
         if m := re.fullmatch(rf"/api/v1/namespaces/{ns}/pods(?:/([^/]+))?", path):
             if m[1]:
                 found = self.pods.get(m[1])

@@ -177,7 +177,11 @@ class FakePlatform:
     def bridge(self):
         return self._bridge
 
-    def exec(self, service, argv, workdir=None):
+    def exec(self, service, argv, workdir=None, container=None):
+        if container is not None:  # as the Docker platform: one container per service
+            from laglab.platforms.base import Unsupported
+
+            raise Unsupported(f"container: a Docker service is one container ({service}), not {container!r}")
         self.running(service)
         self.ran.append((service, list(argv), workdir))
         answer = self.execs.get(service, (0, b""))

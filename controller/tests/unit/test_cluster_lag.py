@@ -155,3 +155,28 @@ def test_queue_figures_are_read_once_a_second_and_travel_with_every_sample(monke
     recorder._queues_read["galera-node2"] = (recorder._queues_read["galera-node2"][0] - 1.0, {})
     recorder.tick()
     assert FakeKind.read == 2
+
+
+def test_the_watch_tells_the_recorder_which_further_replicas_run():
+    """On Kubernetes a scaled mysql-target's pods k > 0 are services mysql-target-k: the watch hands
+    their endpoints (by the headless Service) to the main recorder at each check; none on Docker."""
+    from laglab.platforms.base import LabContainer
+
+    class Platform:
+        services = ("mysql-source", "mysql-target", "mysql-target-2", "mysql-target-1", "loadgen", "mysql-target-x")
+
+        def list(self, max_age=0.0):
+            return {
+                s: LabContainer(s, s, s, 0, "10.0.0.1", s != "mysql-target-2", entered=False) for s in self.services
+            }
+
+    class Settings:
+        MYSQL_ROOT_PASSWORD = "pw"
+
+    followed = []
+    watch = cluster_lag.ClusterWatch(Platform(), Settings, None, {}, 0.1, 60, follow=followed.append)
+    watch.check()
+    assert followed == [[Endpoint("mysql-target-1.mysql-target", 3306, "root", "pw", "mysql-target-1")]]
+    Platform.services = ("mysql-source", "mysql-target")
+    watch.check()
+    assert followed[-1] == []

@@ -148,3 +148,54 @@ def test_a_replica_whose_clock_is_off_reads_the_same_lag():
         readings[skew] = (sample.lag_seconds, sample.heartbeat_age_seconds, sample.lag_error_seconds)
         assert sample.clock_offset_seconds == skew
     assert readings == {skew: (0.2, 0.25, 0.052) for skew in (0.0, 5.0, -3.0)}
+
+
+def test_further_replicas_are_read_each_on_its_own_connection_and_let_go(tmp_path, monkeypatch):
+    """A scaled mysql-target (Kubernetes): the recorder reads every replica the watch reports against
+    the same heartbeats, each with its own connection and figures; one no longer running is let go."""
+    from laglab import lag
+    from laglab.db import Dialect, Endpoint
+    from laglab.results import Run
+
+    from .fakes import FakeConnection
+
+    held = {"mysql-target": 5, "mysql-target-1": 3, "mysql-target-2": 5}
+    conns: dict[str, FakeConnection] = {}
+
+    def connect(endpoint, **kwargs):
+        def answer(sql, args):
+            if "heartbeat" in sql:
+                return [{"server_now": 0.0, "seq": held[endpoint.name], "ts": 0.0}]
+            if "REPLICA STATUS" in sql:
+                return [{"Replica_IO_Running": "Yes", "Replica_SQL_Running": "Yes", "Seconds_Behind_Source": 0}]
+            return []
+
+        conns[endpoint.name] = FakeConnection(answer)
+        return conns[endpoint.name]
+
+    monkeypatch.setattr(lag, "connect", connect)
+    monkeypatch.setattr(lag, "server_dialect", lambda c: Dialect("mysql"))
+    monkeypatch.setattr(lag.time, "time", lambda: 100.0)
+    target = Endpoint("mysql-target-0.mysql-target", 3306, "root", "pw", "mysql-target")
+    recorder = lag.LagRecorder(Endpoint("mysql-source", 3306, "root", "pw", "mysql-source"), target, 0.1, 60,
+                               Run(tmp_path, "live"))  # fmt: skip
+    recorder._written.extend([(3, 97.0), (4, 98.0), (5, 99.0)])  # written and returned on the controller's clock
+    further = [Endpoint(f"mysql-target-{k}.mysql-target", 3306, "root", "pw", f"mysql-target-{k}") for k in (1, 2)]
+    recorder.follow([*further, target])  # mysql-target itself is the main reader's
+    recorder._sample()
+    latest = recorder.latest()
+    assert sorted(latest) == ["mysql-target", "mysql-target-1", "mysql-target-2"]
+    assert latest["mysql-target"]["lag_seconds"] == 0.0 and latest["mysql-target-2"]["lag_seconds"] == 0.0
+    # mysql-target-1 holds seq 3: the lag is now - the middle of (3's return, 4's return)
+    assert latest["mysql-target-1"]["lag_seconds"] == 2.5 and latest["mysql-target-1"]["replica"] == "mysql-target-1"
+    assert recorder.replica("mysql-target-1")[-1].heartbeat_seq == 3 and recorder.replica("mysql-target-9") is None
+    assert recorder.replica("mysql-target") is recorder.samples and len(recorder.samples) == 1
+    recorder.follow(further[:1])
+    recorder._sample()
+    assert (
+        sorted(recorder.latest()) == ["mysql-target", "mysql-target-1"] and len(recorder.replica("mysql-target-1")) == 2
+    )
+    recorder.series.close()
+    rows = (recorder.run.path / "lag.csv").read_text().splitlines()
+    assert [r.split(",")[0] for r in rows[1:]] == ["mysql-target", "mysql-target-1", "mysql-target-2",
+                                                   "mysql-target", "mysql-target-1"], rows  # fmt: skip

@@ -110,6 +110,31 @@ def test_the_shaper_component_is_the_one_privileged_pod_and_says_so():
     assert not of_kind(render("base"), "DaemonSet")
 
 
+def test_the_controller_may_add_only_an_ephemeral_container_and_the_setup_job_read_one_statefulset():
+    """Throughput in verify adds laglab-tools to a pod (patch of pods/ephemeralcontainers, nothing else of
+    a pod may be changed); the set-up Job's own account may get the mysql-target StatefulSet alone."""
+    docs = render("base")
+    rules = controller_rights("base")
+    assert {"apiGroups": [""], "resources": ["pods/ephemeralcontainers"], "verbs": ["patch"]} in rules
+    assert not any(
+        "pods" in r["resources"] and {"patch", "update", "create", "delete"} & set(r["verbs"]) for r in rules
+    )
+    job = of_kind(docs, "Job")["replication-setup"]["spec"]["template"]["spec"]
+    assert job["serviceAccountName"] == "laglab-setup"
+    assert of_kind(docs, "Role")["laglab-setup"]["rules"] == [
+        {"apiGroups": ["apps"], "resources": ["statefulsets"], "resourceNames": ["mysql-target"], "verbs": ["get"]}
+    ]
+    binding = of_kind(docs, "RoleBinding")["laglab-setup"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "laglab-setup", "namespace": "laglab"}]
+    env = {e["name"]: e.get("value") for e in job["containers"][0]["env"]}
+    assert env["LAGLAB_TARGET"] == "mysql-target-0.mysql-target:3306"
+    assert env["LAGLAB_TARGET_STATEFULSET"] == "mysql-target"
+    controller = of_kind(docs, "Deployment")["controller"]["spec"]["template"]["spec"]["containers"][0]
+    assert {"name": "LAGLAB_TARGET", "value": "mysql-target-0.mysql-target:3306"} in controller["env"]
+    target = of_kind(docs, "StatefulSet")["mysql-target"]["spec"]
+    assert target["podManagementPolicy"] == "Parallel" and target["serviceName"] == "mysql-target"
+
+
 def test_databases_spread_over_nodes_and_run_the_official_image():
     sets = of_kind(render("base"), "StatefulSet")
     assert set(sets) == {"mysql-source", "mysql-target"}

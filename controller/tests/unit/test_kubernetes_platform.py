@@ -5,6 +5,7 @@ pod), comparing the exact requests."""
 from __future__ import annotations
 
 import base64
+import json
 import threading
 import time
 
@@ -17,7 +18,7 @@ from laglab.executor import Executor
 from laglab.faults import FaultManager
 from laglab.faults.base import FaultError
 from laglab.platforms import PlatformError
-from laglab.platforms.kube_api import KubeApi
+from laglab.platforms.kube_api import KubeApi, KubeError
 from laglab.platforms.kubernetes import KubernetesPlatform
 from laglab.shaping.chaos_mesh import ChaosMeshBackend
 from laglab.shaping.manager import ShapingManager
@@ -280,7 +281,8 @@ def test_the_controller_on_kubernetes_shapes_through_its_api(kube, tmp_path):
         times = [40 + i / 10 for i in range(20)]
         ping = "".join(f"64 bytes from 10.0.2.10: icmp_seq={i} ttl=64 time={t:.1f} ms\n" for i, t in enumerate(times))
         kube.exec_answer = lambda pod, argv: (ping.encode(), 0)
-        verified = client.post("/api/verify", json={"from": "loadgen", "to": "mysql-target", "count": 20})
+        verified = client.post("/api/verify", json={"from": "loadgen", "to": "mysql-target", "count": 20,
+                                                    "throughput": False})  # fmt: skip
         assert verified.status_code == 200, verified.get_json()
         assert (
             verified.get_json()["measured"]["rtt"]["median_ms"] == 40.95
@@ -299,10 +301,9 @@ def test_the_controller_on_kubernetes_shapes_through_its_api(kube, tmp_path):
             "10.0.2.10",
         ]
         kube.exec_answer = lambda pod, argv: (b'exec: "ping": executable file not found in $PATH', 126)
-        missing = client.post("/api/verify", json={"from": "mysql-source", "to": "mysql-target", "count": 20})
+        missing = client.post("/api/verify", json={"from": "mysql-source", "to": "mysql-target", "count": 20,
+                                                   "throughput": False})  # fmt: skip
         assert "executable file not found" in missing.get_json()["measured"]["rtt"]["error"]
-        throughput = client.post("/api/verify", json={"from": "loadgen", "to": "mysql-target", "throughput": True})
-        assert throughput.status_code == 503 and throughput.get_json()["error"].startswith("throughput:")
         kube.no_netem.add("node-a")
         refused = client.put("/api/shaping/mysql-source", json={"delay": "40ms", "peer": "mysql-target"})
         assert refused.status_code == 502
@@ -356,3 +357,166 @@ def test_without_chaos_mesh_the_controller_starts_and_says_why_shaping_fails(kub
         from laglab.app import shutdown
 
         shutdown(app, clear_kernel=False)
+
+
+@pytest.fixture
+def scaled(tmp_path):
+    """mysql-target as a StatefulSet of three replicas on three nodes."""
+    fake = FakeKube(NS, inject_after=0.2, recover_after=0.2)
+    fake.add_pod("mysql-source-0", "mysql-source", "node-a", "10.0.1.10",
+                 labels={"statefulset.kubernetes.io/pod-name": "mysql-source-0"})  # fmt: skip
+    fake.add_statefulset("mysql-target", 3)
+    platform = KubernetesPlatform(KubeApi(fake.url, NS))
+    yield fake, platform
+    platform.unwatch()
+    fake.close()
+
+
+def test_a_scaled_statefulsets_pods_are_services_of_their_own(scaled, tmp_path):
+    """Pod 0 of mysql-target is the lab's mysql-target (as on Docker), pod k the service
+    mysql-target-k; a chaos object selects one of them by its StatefulSet pod name, since the name
+    label would select all three."""
+    kube, platform = scaled
+    assert sorted(platform.list()) == ["mysql-source", "mysql-target", "mysql-target-1", "mysql-target-2"]
+    assert (
+        platform.list()["mysql-target-2"].name == "mysql-target-2"
+        and platform.list()["mysql-target"].name == "mysql-target-0"
+    )
+    assert platform.shared_pods() == {"mysql-target": "mysql-target-0", "mysql-target-1": "mysql-target-1",
+                                      "mysql-target-2": "mysql-target-2"}  # fmt: skip
+    manager = ShapingManager(platform, Executor(dry_run=True), ChaosMeshBackend(timeout=5, interval=0.05),
+                             tmp_path / "shaping.json")  # fmt: skip
+    try:
+        manager.put("mysql-source", parse_request({"delay": "40ms", "peer": "mysql-target-2"}))
+        (chaos,) = kube.objects().values()
+        assert chaos["spec"]["selector"] == {
+            "namespaces": [NS],
+            "labelSelectors": {"app.kubernetes.io/name": "mysql-source"},
+        }
+        assert chaos["spec"]["target"]["selector"] == {
+            "namespaces": [NS], "labelSelectors": {"statefulset.kubernetes.io/pod-name": "mysql-target-2"}
+        }  # fmt: skip
+        manager.put("mysql-target-1", parse_request({"loss": "5%"}))
+        records = kube.objects()["laglab-mysql-target-1-to-all"]["status"]["experiment"]["containerRecords"]
+        assert [r["id"] for r in records] == [f"{NS}/mysql-target-1"]  # that pod alone, not its two siblings
+    finally:
+        manager.stop(clear_kernel=False)
+    FaultManager(platform, settle_timeout=5).inject("mysql-target", "kill")
+    assert kube.objects("podchaos")["laglab-mysql-target-kill"]["spec"]["selector"] == {
+        "namespaces": [NS], "labelSelectors": {"statefulset.kubernetes.io/pod-name": "mysql-target-0"}
+    }  # fmt: skip
+
+
+def test_the_setup_job_sets_up_every_replica_the_statefulset_asks_for(scaled, monkeypatch):
+    """The replication-setup Job reads spec.replicas through the API (its Role may get that one
+    StatefulSet and nothing else) and reaches pod k through the headless Service; forbidden, it says so."""
+    from laglab.db import Endpoint
+    from laglab.replicators import native
+
+    kube, _ = scaled
+    env = {"KUBERNETES_API_URL": kube.url, "KUBERNETES_NAMESPACE": NS, "LAGLAB_TARGET_STATEFULSET": "mysql-target"}
+    target = Endpoint("mysql-target-0.mysql-target", 3306, "root", "pw", "mysql-target")
+    assert native.replica_endpoints(target, env) == [
+        target, *(Endpoint(f"mysql-target-{k}.mysql-target", 3306, "root", "pw", f"mysql-target-{k}") for k in (1, 2))
+    ]  # fmt: skip
+    assert kube.calls("GET", "/apis/apps") == [
+        ("GET", f"/apis/apps/v1/namespaces/{NS}/statefulsets/mysql-target", {}, None)
+    ]
+    assert native.replica_endpoints(target, {}) == [target]  # on Docker: mysql-target alone, no API
+    kube.forbidden.add(f"/apis/apps/v1/namespaces/{NS}/statefulsets/mysql-target")
+    with pytest.raises(
+        RuntimeError,
+        match=r'reading statefulset mysql-target.s replicas: statefulsets.apps "mysql-target" is forbidden',
+    ):
+        native.replica_endpoints(target, env)
+
+
+def iperf_json(mbit: float) -> bytes:
+    return json.dumps({"end": {"sum_received": {"bits_per_second": mbit * 1e6}}}).encode()
+
+
+def test_throughput_on_kubernetes_runs_iperf3_in_the_pods_through_an_ephemeral_container(kube, tmp_path):
+    """The official MySQL image has no iperf3: the controller adds loadgen's image to the pod as the
+    ephemeral container laglab-tools (a strategic merge patch of its ephemeralcontainers, as kubectl
+    debug does), waits for the kubelet to run it, and runs the iperf3 server there and the client in
+    loadgen's own container; the next measurement reuses it."""
+    environ = {"LAB_PLATFORM": "kubernetes", "KUBERNETES_API_URL": kube.url, "KUBERNETES_NAMESPACE": NS}
+    app = create_app({"START_RECORDER": False, "SHAPING_STATE": str(tmp_path / "s.json")}, environ=environ)
+
+    def answer(pod, argv):
+        if argv[:2] == ["iperf3", "-c"]:
+            return iperf_json(9.5 if "-R" in argv else 19.25), 0
+        if argv[0] == "ss":
+            return b"LISTEN 0 5 *:5201 *:*\n", 0
+        if argv[0] == "ping":
+            return b"64 bytes from 10.0.2.10: icmp_seq=1 ttl=64 time=1.0 ms\n" * 20, 0
+        return b"", 0
+
+    kube.exec_answer = answer
+    try:
+        client = app.test_client()
+        got = client.post("/api/verify", json={"from": "loadgen", "to": "mysql-target", "seconds": 2})
+        assert got.status_code == 200, got.get_json()
+        measured = got.get_json()["measured"]
+        assert (measured["forward_mbit"], measured["reverse_mbit"], measured["forward_other_mbit"]) == (
+            19.25,
+            9.5,
+            None,
+        )
+        path = f"/api/v1/namespaces/{NS}/pods/mysql-target-0/ephemeralcontainers"
+        assert kube.calls("PATCH") == [("PATCH", path, {}, {"spec": {"ephemeralContainers": [{
+            "name": "laglab-tools", "image": "image-of-loadgen", "command": ["sleep", "infinity"],
+            "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+        }]}})]  # fmt: skip
+        runs = [
+            (pod, q.get("container", [None])[0], q["command"])
+            for pod, q in kube.exec_calls
+            if q["command"][0] != "ping"
+        ]
+        server = ("mysql-target-0", "laglab-tools")
+        assert runs[0] == (*server, ["iperf3", "-s", "-1", "-D", "-p", "5201"])
+        assert runs[1] == (*server, ["ss", "-Hltn", "sport = :5201"])
+        assert runs[2] == ("loadgen-5f7c9-x2x4q", "loadgen",
+                           ["iperf3", "-c", "10.0.2.10", "-p", "5201", "-t", "2", "-P", "1", "-O", "1", "-J"])  # fmt: skip
+        assert runs[3] == (*server, ["pkill", "-x", "iperf3"]) and runs[6][2][-1] == "-R"
+        again = client.post("/api/verify", json={"from": "loadgen", "to": "mysql-target", "seconds": 1})
+        assert again.status_code == 200 and len(kube.calls("PATCH")) == 1  # the container stays; used again
+        # A pod whose tools image cannot be pulled, and a Role without the subresource: 502, the cluster's words.
+        kube.bad_images.add("image-of-loadgen")
+        pulled = client.post("/api/verify", json={"from": "loadgen", "to": "mysql-source", "seconds": 1})
+        assert pulled.status_code == 502, pulled.get_json()
+        assert pulled.get_json()["error"].startswith("throughput: laglab-tools in pod mysql-source-0: ErrImagePull: ")
+        kube.bad_images.clear()
+        kube.pods["mysql-source-0"]["spec"].pop("ephemeralContainers")
+        kube.forbidden.add(f"/api/v1/namespaces/{NS}/pods/mysql-source-0/ephemeralcontainers")
+        denied = client.post("/api/verify", json={"from": "loadgen", "to": "mysql-source", "seconds": 1})
+        assert denied.status_code == 502 and "is forbidden" in denied.get_json()["error"], denied.get_json()
+    finally:
+        from laglab.app import shutdown
+
+        shutdown(app, clear_kernel=False)
+
+
+def test_a_tools_container_that_never_runs_and_a_body_the_api_refuses(kube, platform):
+    """The fake answers as the API server does: a merge patch of another type is 415, a changed
+    ephemeral container 422, an exec into a container the pod does not run 400."""
+    api = platform.api
+    path = api.pods_path("mysql-target-0") + "/ephemeralcontainers"
+    body = {"spec": {"ephemeralContainers": [{"name": "laglab-tools", "image": "x"}]}}
+    with pytest.raises(KubeError) as refused:
+        api.request("PATCH", path, body=body)
+    assert refused.value.status == 415
+    api.request("PATCH", path, body=body, content_type="application/strategic-merge-patch+json")
+    changed = {"spec": {"ephemeralContainers": [{"name": "laglab-tools", "image": "y"}]}}
+    with pytest.raises(KubeError, match="may not be changed"):
+        api.request("PATCH", path, body=changed, content_type="application/strategic-merge-patch+json")
+    with pytest.raises(KubeError) as not_running:  # not running yet: the upgrade is refused
+        api.exec("mysql-target-0", "laglab-tools", ["true"])
+    assert not_running.value.status == 400
+    kube.tools_after = 3600
+    platform.TOOLS_TIMEOUT, platform.TOOLS_POLL = 0.3, 0.05
+    kube.pods["mysql-source-0"]["spec"]["containers"][0]["image"] = "mysql:8.4"
+    with pytest.raises(
+        PlatformError, match=r"laglab-tools in pod mysql-source-0 not running after 0.3s \(ContainerCreating\)"
+    ):
+        platform.tools("mysql-source")

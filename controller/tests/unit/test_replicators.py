@@ -1,6 +1,7 @@
 """DTLE and DM payloads against their documented formats (neither product can run on this project's
 machines: no registry, and their images cannot be rebuilt from public packages)."""
 
+import pytest
 import yaml
 
 from laglab.replicators import dm, dtle
@@ -93,3 +94,33 @@ def test_committed_agent_configs_are_the_rendered_ones():
     config = Path(__file__).resolve().parents[3] / "config" / "dtle"
     assert (config / "dtle-src.hcl").read_text() == dtle.agent_config("dtle-src", server=True)
     assert (config / "dtle-dst.hcl").read_text() == dtle.agent_config("dtle-dst", server=False)
+
+
+@pytest.mark.parametrize(
+    ("flavor", "current", "replicating", "expected"),
+    [
+        ("mysql", 2, True, ["SET PERSIST server_id = 3", "STOP REPLICA IO_THREAD", "START REPLICA IO_THREAD"]),
+        ("mysql", 2, False, ["SET PERSIST server_id = 3"]),
+        ("mariadb", 2, True, ["SET GLOBAL server_id = 3", "STOP SLAVE IO_THREAD", "START SLAVE IO_THREAD"]),
+        ("mysql", 3, True, []),
+    ],
+)
+def test_each_replica_of_a_statefulset_gets_its_own_server_id(flavor, current, replicating, expected):
+    """The pods of one StatefulSet share target.cnf (server-id 2): two replicas with one id cut each
+    other off from the source, so the set-up Job gives pod k 2+k, and a receiver already connected
+    asks again with it."""
+    from laglab.db import Dialect
+    from laglab.replicators import native
+
+    from .fakes import FakeConnection
+
+    def answer(sql, args):
+        if "@@GLOBAL.server_id" in sql:
+            return [{"id": current}]
+        if sql == "SHOW REPLICA STATUS":
+            return [{"Replica_IO_Running": "Yes"}] if replicating else []
+        return []
+
+    conn = FakeConnection(answer)
+    native.own_server_id(conn, Dialect(flavor), 3)
+    assert [s for s in conn.log if not s.startswith(("SELECT", "SHOW"))] == expected
