@@ -23,6 +23,7 @@ from .faults import FaultManager
 from .lag import LagRecorder
 from .load import LoadGenerator
 from .openapi import OPEN_PATHS
+from .pod_counters import PodCounters
 from .problems import Problems
 from .results import Run
 from .scenarios.runner import ScenarioRun
@@ -49,7 +50,7 @@ class Lab:
     platform: platforms.Platform | None = None  # where the services run (Docker; Kubernetes: #23)
     executor: Executor | None = None
     shaping: ShapingManager | None = None
-    counters: Counters | None = None
+    counters: Counters | PodCounters | None = None
     load: LoadGenerator | None = None
     faults: FaultManager | None = None
     clusters: ClusterWatch | None = None  # per-node lag of the profiles' clusters
@@ -93,8 +94,8 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
         lab.load = LoadGenerator(platform, settings)
         lab.faults = FaultManager(platform, events=lab.events)
         lab.shaping.start()
-        if lab.run is not None and hosted:  # link counters read the bridge: none on Kubernetes
-            lab.counters = Counters(platform, executor, lab.run)
+        if lab.run is not None:  # the bridge's chains on Docker; on Kubernetes each pod counts its own
+            lab.counters = Counters(platform, executor, lab.run) if hosted else PodCounters(platform, lab.run)
             lab.counters.start()
         if lab.recorder is not None:
             from .replicators import CLUSTERS

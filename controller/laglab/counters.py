@@ -101,18 +101,66 @@ def counter_delta(before: int, after: int) -> int:
     return after - before if after >= before else after
 
 
-class Counters:
-    def __init__(self, platform: Platform, executor: Executor, run: Run, interval: float = 1.0):
-        self.platform, self.executor, self.interval = platform, executor, interval
-        self.chain = chain_name(platform.project)
+class Sampler:
+    """What every link counter shares: links.csv, the newest rows with their rates, the feed scenario
+    runs subscribe to, and a thread that samples once a `interval` (the subclass's sample())."""
+
+    thread_name = "link-counters"
+
+    def __init__(self, run: Run, interval: float = 1.0):
+        self.interval = interval
         self.series = run.series("links.csv", COLUMNS)
         self.latest: list[dict] = []
         self.feed = Fanout("links")  # every sample's rows, as they are taken (scenario runs subscribe)
-        self._prepared: tuple[Bridge, tuple[str, ...]] | None = None  # the bridge and addresses counted
         self._previous: dict[tuple, dict] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.last_error: str | None = None
+
+    def sample(self) -> list[dict]:
+        raise NotImplementedError
+
+    def problems(self) -> str | None:
+        """What kept the last sample from being whole, though it was taken (None: nothing)."""
+        return None
+
+    def publish(self, rows: list[dict]) -> list[dict]:
+        """One sample's rows (sorted here): into links.csv, to the feed, and as `latest` with rates."""
+        rows.sort(key=lambda r: (r["service"], r["kind"] != "container", r["peer"]))
+        for row in rows:
+            self.series.append(row)
+        self.feed.publish(rows)
+        self.latest = [with_rates(row, self._previous.get((row["kind"], row["service"], row["peer"]))) for row in rows]
+        self._previous = {(row["kind"], row["service"], row["peer"]): row for row in rows}
+        return rows
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.sample()
+                self.last_error = self.problems()
+            except Exception as error:  # counting must never take the controller down
+                self.last_error = f"{type(error).__name__}: {error}"
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name=self.thread_name, daemon=True)
+        self._thread.start()
+
+    def _join(self) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join(timeout=5)
+        self.series.close()
+
+
+class Counters(Sampler):
+    """The Docker lab's: container rows from /proc/<pid>/net/dev, link rows from the bridge's chains."""
+
+    def __init__(self, platform: Platform, executor: Executor, run: Run, interval: float = 1.0):
+        super().__init__(run, interval)
+        self.platform, self.executor = platform, executor
+        self.chain = chain_name(platform.project)
+        self._prepared: tuple[Bridge, tuple[str, ...]] | None = None  # the bridge and addresses counted
 
     def _prepare(self, bridge: Bridge, addresses: tuple[str, ...]) -> None:
         if self._prepared == (bridge, addresses):
@@ -155,31 +203,11 @@ class Counters:
             if sender in by_ip and receiver in by_ip:
                 rows.append({**stamp, "kind": "link", "service": by_ip[sender], "peer": by_ip[receiver],
                              "tx_bytes": sent, "tx_packets": packets})  # fmt: skip
-        rows.sort(key=lambda r: (r["service"], r["kind"] != "container", r["peer"]))
-        for row in rows:
-            self.series.append(row)
-        self.feed.publish(rows)
-        self.latest = [with_rates(row, self._previous.get((row["kind"], row["service"], row["peer"]))) for row in rows]
-        self._previous = {(row["kind"], row["service"], row["peer"]): row for row in rows}
-        return rows
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                self.sample()
-                self.last_error = None
-            except Exception as error:  # counting must never take the controller down
-                self.last_error = f"{type(error).__name__}: {error}"
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="link-counters", daemon=True)
-        self._thread.start()
+        return self.publish(rows)
 
     def stop(self) -> None:
         """Stops sampling and removes the counting chains from the bridge's namespace."""
-        self._stop.set()
-        if self._thread:
-            self._thread.join(timeout=5)
+        self._join()
         if self._prepared is not None:
             try:
                 remove_acct(self.executor, self._prepared[0].pid, self.chain)

@@ -28,6 +28,9 @@ def health():
             "netem_available": lab.netem_available,
             "last_error": lab.shaping.last_error,
         },
+        "counters": None
+        if lab.counters is None
+        else {"kind": type(lab.counters).__name__, "last_error": lab.counters.last_error},
         "recorder": None
         if recorder is None
         else {

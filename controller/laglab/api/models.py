@@ -230,6 +230,9 @@ class Health(Out):
         description="where the services run: name (docker or kubernetes) and project (compose project or namespace)",
     )
     shaping: dict | None
+    counters: dict | None = Field(
+        None, description="link counters: kind (Counters: the bridge; PodCounters: each pod's loop), last_error"
+    )
     recorder: dict | None
 
 

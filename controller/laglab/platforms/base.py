@@ -119,7 +119,9 @@ class Platform(Protocol):
         """A container of the service with iperf3 and ss, sharing its network (Kubernetes: an ephemeral
         container); Unsupported where the controller enters the namespaces itself (Docker)."""
 
-    def exec_stream(self, service: str, argv: list[str], workdir: str | None = None) -> Execution: ...
+    def exec_stream(
+        self, service: str, argv: list[str], workdir: str | None = None, container: str | None = None
+    ) -> Execution: ...
 
     def read_file(self, service: str, path: str) -> bytes: ...
 

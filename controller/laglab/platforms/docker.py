@@ -205,7 +205,11 @@ class DockerPlatform:
     def tools(self, service: str) -> str:
         raise Unsupported("throughput: on Docker iperf3 runs in the containers' namespaces, entered by the controller")
 
-    def exec_stream(self, service: str, argv: list[str], workdir: str | None = None) -> DockerExecution:
+    def exec_stream(
+        self, service: str, argv: list[str], workdir: str | None = None, container: str | None = None
+    ) -> DockerExecution:
+        if container is not None:
+            raise Unsupported(f"container: a Docker service is one container ({service}), not {container!r}")
         api = self.client.api
         exec_id = api.exec_create(self.running(service)[0].id, argv, workdir=workdir)["Id"]
         return DockerExecution(api, exec_id, api.exec_start(exec_id, stream=True))

@@ -154,8 +154,9 @@ class KubernetesPlatform:
             raise PlatformError(f"{service}: exec: {error.message}") from None
         return _code(result), result.output
 
-    def exec_stream(self, service: str, argv: list[str], workdir: str | None = None):
-        pod, container = self._main(service)
+    def exec_stream(self, service: str, argv: list[str], workdir: str | None = None, container: str | None = None):
+        pod, main = self._main(service)
+        container = container or main
         try:
             return self.api.exec_stream(pod, container, _in_dir(argv, workdir), timeout=3600)
         except KubeError as error:

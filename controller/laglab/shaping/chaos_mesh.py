@@ -1,11 +1,11 @@
-"""Chaos Mesh objects for shaping and faults on Kubernetes (issue #23, in progress: nothing creates them
-in a cluster yet; the Kubernetes platform that will is not built). What exists: the objects the
-controller would create, from the same Request and Impairment values the Docker backends take,
-checked offline against Chaos Mesh's CRD schemas and its admission webhook's rules
-(tests/unit/test_chaos_mesh.py).
+"""Chaos Mesh objects for shaping and faults on Kubernetes: the objects the controller creates
+(through the Kubernetes platform, platforms/kubernetes.py), from the same Request and Impairment
+values the Docker backends take, checked offline against Chaos Mesh's CRD schemas and its admission
+webhook's rules (tests/unit/test_chaos_mesh.py).
 
 - A shaping entry (service, Request) is one NetworkChaos, `action: netem`, selecting the service's
-  pods by `app.kubernetes.io/name`: egress is `direction: to` (with a `target` for a peer), ingress
+  pods by `app.kubernetes.io/name` (one replica of a scaled StatefulSet, mysql-target-2, by its
+  `statefulset.kubernetes.io/pod-name`: the name label would select them all): egress is `direction: to` (with a `target` for a peer), ingress
   `direction: from` with its peer as `target` (the webhook refuses `from` without one). netem's
   fields map one to one (delay{latency, jitter, correlation, reorder{reorder, correlation, gap}},
   loss, duplicate, corrupt, each with the correlation; rate{rate}); what NetworkChaos cannot say (a

@@ -114,11 +114,27 @@ def test_lag_matches_ground_truth_with_source_delay(api, source, target, target_
         after = min((i for t, i in applied if t >= at), default=before)
         return lag_if(at, after), lag_if(at, before)
 
+    def off(sample: dict) -> float:
+        """How far the sample is from the observer's truth, at the best time of its reading. A sample's
+        time is the middle of its read's round trip, its stated error bound (lag_error_seconds) says
+        how far the read may be from it: on a busy host the answer can come back late (seen in CI: a
+        52 ms round trip, the server read at its start just before a batch was applied, and judged at
+        the middle, after it, the sample was 0.28 s "off"). Read at t, the lag at t was its lag - (epoch - t)."""
+        at, lag, bound = sample["epoch"], sample["lag_seconds"], sample["lag_error_seconds"]
+        best = float("inf")
+        for k in range(-10, 11):
+            t = at + bound * k / 10
+            low, high = truth(t)
+            best = min(best, max(low - (lag - (at - t)), (lag - (at - t)) - high, 0.0))
+        return best
+
     assert samples and all(s["status"] == "ok" for s in samples)
-    checked = [(s["lag_seconds"], *truth(s["epoch"])) for s in samples if s["epoch"] <= applied[-1][0]]
+    checked = [(s["lag_seconds"], s["lag_error_seconds"], *truth(s["epoch"]), off(s))
+               for s in samples if s["epoch"] <= applied[-1][0]]  # fmt: skip
     assert len(checked) >= 30
-    off = [max(low - lag, lag - high, 0.0) for lag, low, high in checked]
-    assert max(off) <= 0.15, f"recorder vs observer: off by up to {max(off):.3f} s: {checked}"
+    assert all(bound <= 0.25 for _, bound, *_ in checked), checked  # the window of the truth stays narrow
+    worst = max(c[-1] for c in checked)
+    assert worst <= 0.15, f"recorder vs observer: off by up to {worst:.3f} s: {checked}"
     lags = [s["lag_seconds"] for s in samples]
     assert min(lags) >= 2.85, f"nothing should be applied sooner than SOURCE_DELAY=3 s, min lag {min(lags)}"
     assert max(lags) <= 5.2

@@ -177,6 +177,11 @@ class FakePlatform:
     def bridge(self):
         return self._bridge
 
+    def tools(self, service):
+        from laglab.platforms.base import Unsupported
+
+        raise Unsupported("throughput: on Docker iperf3 runs in the containers' namespaces, entered by the controller")
+
     def exec(self, service, argv, workdir=None, container=None):
         if container is not None:  # as the Docker platform: one container per service
             from laglab.platforms.base import Unsupported
@@ -196,8 +201,8 @@ class FakePlatform:
         for name, data in files.items():
             self.files[f"{directory}/{name}"] = data
 
-    def exec_stream(self, service, argv, workdir=None):
-        _code, output = self.exec(service, argv, workdir)
+    def exec_stream(self, service, argv, workdir=None, container=None):
+        _code, output = self.exec(service, argv, workdir, container)
         return FakeExecution([output], pid=None)
 
     def state(self, service):

@@ -21,9 +21,18 @@ class FakeRecorder:
 
         self.run = _Run
 
+        self.further: dict[str, collections.deque] = {}  # as LagRecorder.follow() makes them
+
     def window(self, seconds):
         last = self.samples[-1].epoch
         return [s for s in self.samples if s.epoch >= last - seconds]
+
+    def replica(self, name):
+        return self.samples if name == self.target.name else self.further.get(name)
+
+    def latest(self):
+        out = {self.target.name: self.samples[-1].as_dict()} if self.samples else {}
+        return out | {name: samples[-1].as_dict() for name, samples in self.further.items() if samples}
 
 
 def test_unknown_route_is_json_404(client):
@@ -51,6 +60,22 @@ def test_lag_window(app, client):
     assert [s["epoch"] for s in body["samples"]] == [3.0, 4.0]
     assert body["latest"]["epoch"] == 4.0
     assert body["csv"] == "results/20260101T000000Z-live/lag.csv"
+
+
+def test_a_further_replicas_lag_and_metrics(app, client):
+    """A scaled mysql-target on Kubernetes: each further replica is in `replicas`, in its own window
+    (?replica=mysql-target-1) and in /metrics; an unknown one is a 404 naming those recorded."""
+    recorder = app.extensions["laglab"].recorder = FakeRecorder([1.0, 2.0])
+    recorder.further["mysql-target-1"] = collections.deque(
+        [LagSample(time="x", epoch=e, status="ok", lag_seconds=0.5, replica="mysql-target-1") for e in (1.5, 2.5)],
+        maxlen=3000,
+    )
+    body = client.get("/api/lag?seconds=0.5&replica=mysql-target-1").json
+    assert sorted(body["replicas"]) == ["mysql-target", "mysql-target-1"] and body["latest"]["epoch"] == 2.5
+    assert [s["epoch"] for s in body["samples"]] == [2.5]
+    missing = client.get("/api/lag?replica=mysql-target-2")
+    assert missing.status_code == 404 and "(recorded: mysql-target, mysql-target-1)" in missing.json["error"]
+    assert 'laglab_replication_lag_seconds{replica="mysql-target-1"} 0.5' in client.get("/metrics").text
 
 
 def test_lag_bad_window_names_the_parameter(app, client):

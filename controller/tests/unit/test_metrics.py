@@ -35,7 +35,8 @@ def fake_lab():
                         apply_seconds=0.01,
                     )
                 ]
-            )
+            ),
+            latest=lambda: {"mysql-target": {"lag_seconds": 0.25, "seconds_behind_source": 0}},  # no further replica
         ),
         target=SimpleNamespace(name="mysql-target"),
         shaping=SimpleNamespace(lock=threading.Lock(), entries=entries, partitions={"p1": object()}),

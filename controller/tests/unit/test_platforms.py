@@ -8,13 +8,14 @@ import pytest
 from laglab import platforms
 from laglab.platforms.base import Platform
 from laglab.platforms.docker import DockerPlatform
+from laglab.platforms.kubernetes import KubernetesPlatform
 
 from .fakes import FakePlatform
 
 METHODS = [n for n, v in vars(Platform).items() if callable(v) and not n.startswith("_")]
 
 
-@pytest.mark.parametrize("implementation", [DockerPlatform, FakePlatform])
+@pytest.mark.parametrize("implementation", [DockerPlatform, KubernetesPlatform, FakePlatform])
 def test_an_implementation_answers_the_whole_interface(implementation):
     assert {"list", "running", "exec", "act", "state", "owns", "bridge"} <= set(METHODS)
     for name in METHODS:
