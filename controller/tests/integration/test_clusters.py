@@ -12,7 +12,6 @@ import time
 
 import pymysql
 import pytest
-from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from laglab.db import Endpoint, connect
@@ -256,9 +255,12 @@ def test_the_dashboard_draws_a_lag_line_per_member(clusters_up, api, settings, b
         assert browser.execute_script(peak, node2.name, locked_at) < 0.5
         shot = ROOT / "results" / f"dashboard-members-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.png"
         assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10000
-    legend = browser.find_element(By.ID, "replicas")
-    colours = {k.text.split()[1]: k.value_of_css_property("color") for k in legend.find_elements(By.CSS_SELECTOR, ".key")
-               if k.text.startswith("━")}  # fmt: skip
+    # Read in one script: the page rebuilds the legend at every poll, so elements found one call
+    # earlier can be gone by the next (a StaleElementReferenceException in a CI run).
+    keys = browser.execute_script(
+        "return [...document.querySelectorAll('#replicas .key')].map(k => [k.textContent, getComputedStyle(k).color])"
+    )
+    colours = {text.split()[1]: colour for text, colour in keys if text.startswith("━")}
     assert {node2.name, node3.name} <= set(colours) and colours[node2.name] != colours[node3.name], colours
 
 

@@ -239,9 +239,17 @@ def test_jitter_spreads_the_rtt(manager, backend):
     assert min(got["times"]) >= 39.0 and percentile(got["times"], 95) <= 62.0, sorted(got["times"])[-5:]
 
 
+def shortest(got: dict) -> float | None:
+    """The shortest RTT of a ping run: what a delay in force is judged on where the guest may be busy.
+    A busy guest (two UML guests, a Python worker, on 2 cores) only adds to a ping, never takes from
+    it: seen in CI, a 5-ping median of 47.3 ms for 40 asked. Not applied (0.1 ms) or applied twice
+    (80 ms) are as far off by the shortest as by the median."""
+    return min(got["times"]) if got["times"] else None
+
+
 def test_duration_reverts_by_itself(manager, backend):
     manager.put(SRC, parse_request({"delay": "40ms", "peer": DST, "duration": "3s"}))
-    assert abs(ping(SRC, DST, count=5)["median"] - 40) <= tolerance(40)
+    assert abs(shortest(ping(SRC, DST, count=5)) - 40) <= tolerance(40)
     wait_until(lambda: not manager.entries, 5, message="the entry to expire")
     wait_until(lambda: ping(SRC, DST, count=3)["median"] < 2.0, 5, message="the delay to go")
 
@@ -253,11 +261,12 @@ def test_a_restarted_container_gets_its_shaping_back(manager, backend, namespace
 
     # the supervisor re-applies both ends (a worker in the new namespace takes a moment to start)
     def reapplied():
-        median = ping(SRC, DST, count=5)["median"]
-        return median is not None and abs(median - 40) <= tolerance(40)
+        rtt = shortest(ping(SRC, DST, count=5))
+        return rtt is not None and abs(rtt - 40) <= tolerance(40)
 
     wait_until(reapplied, 10, message="the re-applied delay")
-    assert abs(ping(SRC, DST, count=20)["median"] - 40) <= tolerance(40)
+    got = ping(SRC, DST, count=20)
+    assert abs(shortest(got) - 40) <= tolerance(40) and got["received"] == 20, got["times"]
 
 
 def test_reconcile_after_a_crash_leaves_exactly_the_desired_state(backend, namespaces, tmp_path):
