@@ -125,3 +125,42 @@ def test_each_pod_counts_in_its_tools_container_and_the_rows_are_dockers(tmp_pat
         "service",
         "peer",
     ]
+
+
+def test_a_scenarios_verify_step_measures_the_rate_in_the_pods_on_kubernetes():
+    """measure.verify_link where the controller enters no namespace: iperf3 through the platform's
+    tools containers, judged as on Docker; a tools container that cannot run leaves the rate
+    unverified with the cluster's words, and the run goes on."""
+    from types import SimpleNamespace
+
+    from laglab.scenarios import measure
+    from laglab.scenarios.spec import Verify, VerifyPlan
+
+    class Pods(Platform):
+        def running(self, *services, hint=""):
+            listed = self.list()
+            return [listed[s] for s in services]
+
+        def exec(self, service, argv, workdir=None, container=None):
+            self.execs.append((service, argv, container))
+            if argv[0] == "ping":
+                return 0, b"64 bytes from 10.0.2.10: icmp_seq=1 ttl=64 time=180.2 ms\n" * 20
+            if argv[:2] == ["iperf3", "-c"]:
+                return 0, b'{"end": {"sum_received": {"bits_per_second": 1950000.0}}}'
+            return 0, b"LISTEN 0 5 *:5201 *:*\n" if argv[0] == "ss" else b""
+
+    platform = Pods()
+    lab = SimpleNamespace(platform=platform, executor=None)
+    plan = VerifyPlan("loadgen", "mysql-target", 180.0, 2e6, Verify())
+    result = measure.verify_link(lab, plan)
+    assert result["ok"] and result["rate_ok"] and result["throughput_mbit"] == 1.95, result
+    assert (
+        "loadgen",
+        ["iperf3", "-c", "10.0.2.10", "-p", "5201", "-t", "2", "-P", "1", "-O", "1", "-J"],
+        "loadgen",
+    ) in platform.execs
+    assert ("mysql-target", ["iperf3", "-s", "-1", "-D", "-p", "5201"], "laglab-tools") in platform.execs
+    platform.broken["mysql-target"] = "throughput: laglab-tools in pod mysql-target-0: ErrImagePull: not found"
+    result = measure.verify_link(lab, plan)
+    assert result["rate_ok"] is False and result["ok"] is False
+    assert result["rate_note"] == platform.broken["mysql-target"]
