@@ -23,7 +23,7 @@ def serve() -> int:
     from waitress import serve as waitress_serve
 
     from .api.parts import lab_of
-    from .app import create_app, shutdown
+    from .app import MAX_BODY_BYTES, create_app, shutdown
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     # A request waits for the GIL while a recorder thread computes: up to the switch interval (5 ms by
@@ -45,7 +45,11 @@ def serve() -> int:
     signal.signal(signal.SIGTERM, _stop)
     host, _, port = os.environ.get("CONTROLLER_LISTEN", "0.0.0.0:8080").rpartition(":")
     print(f"laglab controller on {host}:{port}; results in {lab.run.path if lab.run else '-'}", flush=True)
-    waitress_serve(app, host=host, port=int(port), threads=8, ident="laglab")
+    # Bounded at the socket too: waitress would otherwise buffer up to 1 GiB of body before Flask sees it.
+    waitress_serve(
+        app, host=host, port=int(port), threads=8, ident="laglab", max_request_body_size=MAX_BODY_BYTES,
+        max_request_header_size=65536, channel_timeout=60,
+    )  # fmt: skip
     return 0
 
 

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import hmac
 import os
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from flask import Flask, request
+from flask import Flask
 
 from . import config, errors, platforms
-from .api import BLUEPRINTS, parts
+from .api import BLUEPRINTS, access, parts
 from .api.parts import lab_of
 from .cluster_lag import ClusterWatch
 from .counters import Counters
@@ -22,15 +21,15 @@ from .executor import Executor
 from .faults import FaultManager
 from .lag import LagRecorder
 from .load import LoadGenerator
-from .openapi import OPEN_PATHS
 from .pod_counters import PodCounters
 from .problems import Problems
+from .recovery import Restart
 from .results import Run
 from .scenarios.runner import ScenarioRun
 from .shaping import backends
 from .shaping.manager import ShapingManager
 
-TOKEN_COOKIE = "laglab-token"  # noqa: S105 - a cookie name, not a secret
+MAX_BODY_BYTES = 1 << 20
 
 
 @dataclass
@@ -55,6 +54,8 @@ class Lab:
     faults: FaultManager | None = None
     clusters: ClusterWatch | None = None  # per-node lag of the profiles' clusters
     netem_available: bool | None = None
+    restart: Restart | None = None  # what the start found and put right (recovery.py), on /api/health
+    token_origin: str = ""  # where the API's token came from (LAB_API_TOKEN, or generated: its file)
 
 
 def create_app(test_config: dict | None = None, environ=None) -> Flask:
@@ -67,10 +68,14 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
         RESULTS_DIR=environ.get("RESULTS_DIR", "results"),
         # Shipped scenarios and their traces (compose mounts ./scenarios here, read-only).
         SCENARIOS_DIR=environ.get("SCENARIOS_DIR", str(Path(__file__).resolve().parents[2] / "scenarios")),
-        SHAPING_STATE=environ.get("SHAPING_STATE", "/var/lib/laglab/shaping.json"),
+        # What must outlive the controller (its shaping, faults, the run in progress, its own token).
+        STATE_DIR=environ.get("STATE_DIR", "/var/lib/laglab"),
     )
     if test_config:
         app.config.update(test_config)
+    app.config.setdefault("SHAPING_STATE", str(Path(app.config["STATE_DIR"]) / "shaping.json"))
+    # Every request body is bounded (waitress is told the same in __main__): 1 MiB holds any scenario.
+    app.config.setdefault("MAX_CONTENT_LENGTH", MAX_BODY_BYTES)
     settings = config.load(environ)
     source, target = lab_endpoints(settings, environ)
     lab = Lab(settings, source, target, events=Events())
@@ -109,40 +114,11 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
 
     allowed_hosts = {"127.0.0.1", "localhost", "::1", "controller", settings.CONTROLLER_BIND}
     allowed_hosts |= set(filter(None, settings.CONTROLLER_HOSTS.split(",")))
-
-    @app.before_request
-    def _check_host():
-        # DNS rebinding: a web page whose name resolves to 127.0.0.1 reaches the API with its own name
-        # in Host. Only the names the lab is reached by are served (the test client's 'localhost' too).
-        host = request.host.rsplit(":", 1)[0].strip("[]") if request.host else ""
-        if host not in allowed_hosts:
-            return errors.error_response(
-                421,
-                f"Host: {host[:64]!r} is not a name of this controller (allowed: {', '.join(sorted(allowed_hosts))})",
-            )
-        return None
-
-    token = settings.LAB_API_TOKEN
-    if token:
-
-        @app.before_request
-        def _require_token():
-            if request.path in OPEN_PATHS or request.path.startswith("/static/"):
-                return None
-            given = request.headers.get("Authorization", "")
-            if hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
-                return None
-            # Links to results files are followed by the browser, which sends no header: the dashboard
-            # puts the token in a SameSite=Strict cookie scoped to /results/, accepted there only.
-            cookie = request.cookies.get(TOKEN_COOKIE, "")
-            if (
-                request.path.startswith("/results/")
-                and request.method == "GET"
-                and hmac.compare_digest(cookie.encode(), token.encode())
-            ):
-                return None
-            return errors.error_response(401, "Authorization: a valid 'Bearer <LAB_API_TOKEN>' header is required")
-
+    token, lab.token_origin = access.resolve_token(settings.LAB_API_TOKEN, Path(app.config["STATE_DIR"]))
+    app.config["API_TOKEN"] = token
+    if lab.token_origin != "LAB_API_TOKEN":
+        errors.log.warning("no LAB_API_TOKEN: the API requires a token %s (%s)", access.shown(token), lab.token_origin)
+    access.init_app(app, token, allowed_hosts)
     errors.init_app(app)
     for blueprint in BLUEPRINTS:
         app.register_blueprint(blueprint)

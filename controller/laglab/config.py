@@ -106,6 +106,13 @@ def _text(name: str, value: str) -> str:
     return value
 
 
+def _token(name: str, value: str) -> str:
+    # Empty: the controller makes one (make up writes one into .env first). A short one is guessable.
+    if value and (len(value) < 16 or not re.fullmatch(r"[A-Za-z0-9._~+/=-]+", value)):
+        raise ConfigError(name, "must be at least 16 letters, digits or ._~+/=- (make up writes a random one)")
+    return value
+
+
 def _uuid(name: str, value: str) -> str:
     if not re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", value):
         raise ConfigError(name, f"{value!r} is not a lower-case UUID")
@@ -167,7 +174,12 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("TARGET_PORT", "13307", _int_range(1, 65535), "mysql-target on 127.0.0.1", port=True),
     Variable("HEARTBEAT_INTERVAL_MS", "100", _int_range(10, 60000), "heartbeat write/sample period"),
     Variable("LAG_WINDOW_SECONDS", "900", _int_range(1, 86400), "samples kept in memory for /api/lag"),
-    Variable("LAB_API_TOKEN", "", _text, "if set, the API requires 'Authorization: Bearer <token>'"),
+    Variable(
+        "LAB_API_TOKEN",
+        "",
+        _token,
+        "the API requires 'Authorization: Bearer <token>'; make up writes a random one here when empty",
+    ),
     Variable(
         "CONTROLLER_HOSTS",
         "",
@@ -314,7 +326,7 @@ def load(environ: Mapping[str, str], env_file: Mapping[str, str] | None = None) 
         raw = environ.get(var.name)
         if raw is None:
             raw = env_file.get(var.name, var.default)
-        if raw == "" and var.default and var.parse is not _text:
+        if raw == "" and var.default and var.parse not in (_text, _token):
             raw = var.default
         values[var.name] = var.parse(var.name, raw)
     if not values["LAB_API_TOKEN"] and not str(values["CONTROLLER_BIND"]).startswith("127."):

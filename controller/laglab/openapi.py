@@ -156,7 +156,7 @@ def _response(ok: object, components: dict) -> dict:
     return {"description": "ok", "content": {"application/json": {"schema": _schema_ref(ok, components)}}}
 
 
-def document(token_required: bool = False) -> dict:
+def document() -> dict:
     components: dict = {}
     error = {"description": "error", "content": {"application/json": {"schema": _schema_ref(Error, components)}}}
     paths: dict = {}
@@ -167,9 +167,12 @@ def document(token_required: bool = False) -> dict:
         errors = set(op.errors)
         if op.query is not None or op.body is not None or op.path_params:
             errors.add(400)
-        if token_required and op.path not in OPEN_PATHS:
+        errors.add(403)  # a page of another origin (api/access.py)
+        if op.path not in OPEN_PATHS:
             errors.add(401)
             entry["security"] = [{"bearer": []}]
+        if op.body is not None:
+            errors.add(413)  # over MAX_BODY_BYTES
         entry["responses"].update({str(code): error for code in sorted(errors)})
         parameters = _parameters(op, components)
         if parameters:
@@ -192,7 +195,12 @@ def document(token_required: bool = False) -> dict:
         "components": {
             "schemas": components,
             "securitySchemes": {
-                "bearer": {"type": "http", "scheme": "bearer", "description": "when LAB_API_TOKEN is set"}
+                "bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "LAB_API_TOKEN (make up writes one into .env); without one set the controller "
+                    "makes its own, in its state folder's api-token",
+                }
             },
         },
     }

@@ -5,19 +5,24 @@ from flask import Blueprint, Response
 
 from ..metrics import CONTENT_TYPE, render
 from ..openapi import operation
-from . import models, parts
+from . import access, models, parts
 
 bp = Blueprint("health", __name__)
 
 
 @operation(bp, "GET", "/api/health", "Controller and recorder status", ok=(200, models.Health))
 def health():
+    if not access.authorized():
+        return {"status": "ok", "authenticated": False}
     lab = parts.lab()
     recorder = lab.recorder
     latest = recorder.samples[-1] if recorder and recorder.samples else None
     return {
         "status": "ok",
+        "authenticated": True,
         "problems": lab.problems.current(),
+        "restart": lab.restart.as_json() if lab.restart is not None else None,
+        "token": lab.token_origin,
         "flavor_setting": lab.settings.DB_FLAVOR,
         "run": lab.run.path.name if lab.run else None,
         "platform": None if lab.platform is None else {"name": lab.platform.name, "project": lab.platform.project},

@@ -221,19 +221,28 @@ class LabProblem(Out):
 
 
 class Health(Out):
+    """Without the token only `status` and `authenticated` (a probe learns the controller answers)."""
+
     status: Literal["ok"]
-    problems: list[LabProblem] = Field(description="what a person must repair now (empty: nothing)")
-    flavor_setting: str
-    run: str | None
+    authenticated: bool = Field(description="the request carried the token; without it the rest is left out")
+    problems: list[LabProblem] | None = Field(None, description="what a person must repair now (empty: nothing)")
+    restart: dict | None = Field(
+        None,
+        description="what this controller found at its start and put right: faults undone or re-armed, a run "
+        "that a crash interrupted, a state file set aside",
+    )
+    flavor_setting: str | None = None
+    run: str | None = None
     platform: dict | None = Field(
         None,
         description="where the services run: name (docker or kubernetes) and project (compose project or namespace)",
     )
-    shaping: dict | None
+    shaping: dict | None = None
     counters: dict | None = Field(
         None, description="link counters: kind (Counters: the bridge; PodCounters: each pod's loop), last_error"
     )
-    recorder: dict | None
+    recorder: dict | None = None
+    token: str | None = Field(None, description="where the API's token came from (LAB_API_TOKEN or generated)")
 
 
 class TableSummary(Out):
@@ -362,6 +371,9 @@ class Run(Out):
     summary: list[dict] | None
     knees: list[dict] = Field(
         [], description="a search's answer per sweep point: knee, bracket, probes, state (empty without a search)"
+    )
+    links: dict[str, str] | None = Field(
+        None, description="GET /api/runs: report files as signed links a browser opens without the token (12 h)"
     )
 
 

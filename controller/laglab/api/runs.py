@@ -9,7 +9,7 @@ from ..errors import ApiError
 from ..openapi import operation
 from ..scenarios.runner import ScenarioRun
 from ..scenarios.spec import ScenarioError, load_text
-from . import models, parts
+from . import access, models, parts
 
 bp = Blueprint("runs", __name__)
 RUN_ID = {"run_id": {"type": "string"}}
@@ -76,7 +76,16 @@ def scenarios():
 
 @operation(bp, "GET", "/api/runs", "Scenario runs of this controller", ok=(200, models.Runs))
 def index():
-    return {"runs": [r.as_json() | {"summary": None} for r in parts.lab().runs.values()]}
+    return {"runs": [r.as_json() | {"summary": None, "links": links(r)} for r in parts.lab().runs.values()]}
+
+
+REPORT_FILES = ("report.md", "sweep.png", "lag.png")
+
+
+def links(run: ScenarioRun) -> dict[str, str]:
+    """The run's report files as links a browser opens without the token header (signed, for hours)."""
+    token = current_app.config["API_TOKEN"]
+    return {name: access.signed_link(token, f"/results/{run.id}/{name}") for name in REPORT_FILES}
 
 
 def find(run_id: str) -> ScenarioRun:

@@ -20,7 +20,7 @@ import click
 
 from .base import EXIT_CODES, Session, main_options
 from .faults import fault, heal, partition
-from .lab import consistency, lag, status
+from .lab import consistency, dashboard, lag, status
 from .load import load
 from .runs import report, run, runs
 from .shaping import clear, matrix, preset, shape, show, verify
@@ -67,7 +67,7 @@ def completion(shell: str) -> None:
     click.echo(completer.source())
 
 
-for command in (status, lag, consistency, shape, clear, show, preset, matrix, verify, fault, partition, heal):
+for command in (status, dashboard, lag, consistency, shape, clear, show, preset, matrix, verify, fault, partition, heal):
     cli.add_command(command)
 for command in (load, run, runs, report):
     cli.add_command(command)

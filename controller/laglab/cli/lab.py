@@ -1,4 +1,4 @@
-"""laglab status, laglab lag, laglab consistency."""
+"""laglab status, laglab dashboard, laglab lag, laglab consistency."""
 
 from __future__ import annotations
 
@@ -35,6 +35,27 @@ def status(session: Session) -> None:
     session.emit(data, _print_status)
 
 
+@click.command()
+@click.option("--open", "open_browser", is_flag=True, help="Also open it in this machine's web browser.")
+@pass_session
+def dashboard(session: Session, open_browser: bool) -> None:
+    """Print the dashboard's link, with the API's token in it (the page keeps it, then drops it from the
+    address bar; the token is LAB_API_TOKEN in .env). Checked against the controller first.
+
+    \b
+    Example:  laglab dashboard
+    """
+    health = session.call("GET", "/api/health")
+    if not health.get("authenticated"):
+        raise check_failed(f"the controller at {session.client.base} does not take this token (--token or .env)")
+    link = f"{session.client.base}/#token={session.client.token}"
+    session.emit({"url": link}, lambda data: click.echo(data["url"]))
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(link)
+
+
 def _print_status(data: dict) -> None:
     health = data["health"]
     shaping = health.get("shaping") or {}
@@ -57,6 +78,12 @@ def _print_status(data: dict) -> None:
         )
     for problem in health.get("problems") or []:
         click.echo(f"PROBLEM     {problem['message']} - repair: {problem['repair']}")
+    restart = health.get("restart") or {}
+    for part in ("faults", "shaping", "set_aside"):
+        for text in restart.get(part) or []:
+            click.echo(f"at start    {text}")
+    if restart.get("run"):
+        click.echo(f"at start    {restart['run']}")
     click.echo("\nservices")
     rows = []
     for c in data["containers"]:

@@ -5,20 +5,24 @@ let WINDOW = 600; // seconds of lag shown (less if the controller keeps less: LA
 const state = { points: [], markers: [], lastEpoch: 0, lastEvent: 0, nodes: {}, nodeSince: {} };
 window.laglab = state; // for people poking around, and the browser test
 
+// The token arrives once in the link `./laglab dashboard` prints (#token=..., a fragment: browsers never
+// send it to a server) and is kept in this origin's localStorage, which no other port of the host can
+// read (a cookie would reach every service on 127.0.0.1). Results links come signed from the API.
+(function takeTokenFromLink() {
+  const m = location.hash.match(/(?:^#|&)token=([^&]+)/);
+  if (m) {
+    localStorage.setItem("laglab-token", decodeURIComponent(m[1]));
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+})();
 function token() { return localStorage.getItem("laglab-token") || ""; }
-// Links to results files are followed without our Authorization header: the controller accepts the
-// token as a SameSite=Strict cookie for GET /results/ only.
-function shareTokenWithResultLinks() {
-  if (token()) document.cookie = `laglab-token=${encodeURIComponent(token())}; path=/results; SameSite=Strict`;
-}
-shareTokenWithResultLinks();
 async function api(method, path, body) {
   const headers = { "Content-Type": "application/json" };
   if (token()) headers.Authorization = "Bearer " + token();
   const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   if (res.status === 401) {
-    const t = prompt("This lab's API needs its LAB_API_TOKEN:");
-    if (t) { localStorage.setItem("laglab-token", t); shareTokenWithResultLinks(); return api(method, path, body); }
+    const t = prompt("This lab's API needs its token (./laglab dashboard prints a link that carries it; or LAB_API_TOKEN in .env):");
+    if (t) { localStorage.setItem("laglab-token", t); return api(method, path, body); }
   }
   const text = await res.text();
   const data = text ? JSON.parse(text) : {};
@@ -278,8 +282,8 @@ async function pollRuns() {
     const words = r.point_words ? ` (${r.point_words})` : "";
     const progress = r.status === "running" ? ` — point ${r.point || "-"}/${r.points}${words}: ${r.step}, ${clock(r.elapsed_seconds)} elapsed, ETA ${clock(r.eta_seconds)}` : "";
     p.append(`${r.id}: ${r.status}${progress} `);
-    for (const f of ["report.md", "sweep.png", "lag.png"]) {
-      const a = document.createElement("a"); a.href = `/${r.results}/${f}`; a.textContent = f; p.append(a, " ");
+    for (const [f, href] of Object.entries(r.links || {})) {
+      const a = document.createElement("a"); a.href = href; a.textContent = f; p.append(a, " ");
     }
     box.appendChild(p);
   }

@@ -5,6 +5,8 @@ from laglab.app import create_app
 from laglab.lag import LagSample
 from laglab.openapi import document
 
+from ..conftest import authorized
+
 
 class FakeRecorder:
     interval = 0.1
@@ -101,13 +103,14 @@ def test_health_without_recorder(client):
 
 
 def test_token_is_required_when_configured():
-    app = create_app({"START_RECORDER": False, "START_SHAPING": False}, environ={"LAB_API_TOKEN": "s3cret"})
+    secret = "s3cret-s3cret-s3cret"
+    app = create_app({"START_RECORDER": False, "START_SHAPING": False}, environ={"LAB_API_TOKEN": secret})
     client = app.test_client()
     denied = client.get("/api/lag")
     assert denied.status_code == 401
     assert denied.json["status"] == 401
     assert client.get("/api/lag", headers={"Authorization": "Bearer wrong"}).status_code == 401
-    assert client.get("/api/lag", headers={"Authorization": "Bearer s3cret"}).status_code == 503  # past auth
+    assert client.get("/api/lag", headers={"Authorization": f"Bearer {secret}"}).status_code == 503  # past auth
     assert client.get("/api/health").status_code == 200
 
 
@@ -179,7 +182,7 @@ def test_an_unexpected_error_does_not_echo_its_text(app):
     def boom():
         raise RuntimeError("/var/lib/mysql/secret: SELECT password FROM users")
 
-    response = app.test_client().get("/api/boom")
+    response = authorized(app).get("/api/boom")
     assert response.status_code == 500
     assert "secret" not in response.text and "SELECT" not in response.text
 

@@ -83,11 +83,11 @@ def test_same_port_twice_is_reported():
 
 def test_check_command_prints_shell_assignments(tmp_path, capsys, monkeypatch):
     env = tmp_path / ".env"
-    env.write_text("LAB_API_TOKEN=a b\n")
-    monkeypatch.delenv("LAB_API_TOKEN", raising=False)
+    env.write_text("MYSQL_ROOT_PASSWORD=a b\n")
+    monkeypatch.delenv("MYSQL_ROOT_PASSWORD", raising=False)
     assert config.main(["check", "--env-file", str(env)]) == 0
     out = capsys.readouterr().out
-    assert "LAB_API_TOKEN='a b'\n" in out
+    assert "MYSQL_ROOT_PASSWORD='a b'\n" in out
     assert "DB_FLAVOR=mysql\n" in out
 
 
@@ -106,3 +106,10 @@ def test_settings_has_one_typed_attribute_per_variable():
     for var in config.VARIABLES:
         assert type(getattr(settings, var.name)).__name__ == annotations[var.name], var.name
     assert settings.HEARTBEAT_INTERVAL_MS == 100 and settings.db_image == "mysql:8.4"
+
+
+@pytest.mark.parametrize("token", ["short", "s3cret", "has a space in it 0123", "quote'quote'quote'quote"])
+def test_a_short_or_odd_token_is_refused(token):
+    with pytest.raises(config.ConfigError) as caught:
+        config.load({"LAB_API_TOKEN": token})
+    assert caught.value.variable == "LAB_API_TOKEN" and "16" in str(caught.value)

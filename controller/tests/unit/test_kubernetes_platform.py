@@ -24,6 +24,7 @@ from laglab.shaping.chaos_mesh import ChaosMeshBackend
 from laglab.shaping.manager import ShapingManager
 from laglab.shaping.params import ShapingError, parse_request
 
+from ..conftest import authorized
 from .fake_kube import NETEM_MISSING, FakeKube
 
 NS = "laglab"
@@ -270,7 +271,7 @@ def test_the_controller_on_kubernetes_shapes_through_its_api(kube, tmp_path):
                "POD_NAME": "controller-6d5b8-abcde", "POD_UID": "uid-controller"}  # fmt: skip
     app = create_app({"START_RECORDER": False, "SHAPING_STATE": str(tmp_path / "s.json")}, environ=environ)
     try:
-        client = app.test_client()
+        client = authorized(app)
         health = client.get("/api/health").get_json()
         assert health["platform"] == {"name": "kubernetes", "project": NS}
         assert health["shaping"]["backend"] == "chaos-mesh" and health["shaping"]["netem_available"] is None
@@ -346,7 +347,7 @@ def test_without_chaos_mesh_the_controller_starts_and_says_why_shaping_fails(kub
     environ = {"LAB_PLATFORM": "kubernetes", "KUBERNETES_API_URL": kube.url, "KUBERNETES_NAMESPACE": NS}
     app = create_app({"START_RECORDER": False, "SHAPING_STATE": str(tmp_path / "s.json")}, environ=environ)
     try:
-        client = app.test_client()
+        client = authorized(app)
         assert (
             "the server could not find the requested resource"
             in client.get("/api/health").get_json()["shaping"]["last_error"]
@@ -454,7 +455,7 @@ def test_throughput_on_kubernetes_runs_iperf3_in_the_pods_through_an_ephemeral_c
 
     kube.exec_answer = answer
     try:
-        client = app.test_client()
+        client = authorized(app)
         got = client.post("/api/verify", json={"from": "loadgen", "to": "mysql-target", "seconds": 2})
         assert got.status_code == 200, got.get_json()
         measured = got.get_json()["measured"]

@@ -12,6 +12,8 @@ from laglab.load import LoadBusy, LoadGenerator, Profile
 from laglab.platforms import LabContainer
 from laglab.platforms.docker import DockerPlatform
 
+from ..conftest import authorized
+
 
 class FakeApi:
     """The Docker SDK's low-level exec calls, recorded; the exec's output blocks until `finish`."""
@@ -118,14 +120,14 @@ def api(generator):
 
 def test_the_panel_cannot_start_a_load_while_a_run_owns_the_generator(api, generator):
     api.extensions["laglab"].runs["r1"] = Run("r1")
-    response = api.test_client().post("/api/load", json={"rate": 10})
+    response = authorized(api).post("/api/load", json={"rate": 10})
     assert response.status_code == 409 and "scenario run r1" in response.json["error"]
     assert not generator.running
 
 
 def test_the_panel_cannot_stop_a_runs_load_and_a_stop_answers_at_once(api, generator):
     generator.start(Profile(), 30, owner="r1")
-    client = api.test_client()
+    client = authorized(api)
     response = client.delete("/api/load")
     assert response.status_code == 409 and "DELETE /api/runs/r1" in response.json["error"]
     assert generator.killed == []

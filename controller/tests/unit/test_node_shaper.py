@@ -22,6 +22,7 @@ from laglab.shaping.daemonset import DaemonSetBackend
 from laglab.shaping.manager import ShapingManager
 from laglab.shaping.params import ShapingError, parse_request
 
+from ..conftest import authorized
 from .fake_kube import FakeKube
 
 NS = "laglab"
@@ -80,7 +81,7 @@ def test_a_change_is_a_configmap_each_node_converges_its_own_pods_and_reports(ku
     try:
         for shaper in shapers.values():
             shaper.executor.ran.clear()
-        answer = app.test_client().put("/api/shaping/mysql-source", json={"delay": "80ms", "peer": "mysql-target"})
+        answer = authorized(app).put("/api/shaping/mysql-source", json={"delay": "80ms", "peer": "mysql-target"})
         assert answer.status_code == 200, answer.get_json()
         desired = json.loads(kube.configmaps[DESIRED]["data"]["desired.json"])
         (entry,) = desired["entries"]  # the wire form the Docker backends' state file holds

@@ -9,6 +9,8 @@ import laglab.scenarios.runner as runner
 from laglab.scenarios.runner import ScenarioRun
 from laglab.scenarios.spec import load_text
 
+from ..conftest import authorized
+
 SCENARIO = "name: race\n"
 
 
@@ -50,7 +52,7 @@ def test_five_posts_at_once_start_exactly_one_run(app, lab):
     codes = []
 
     def post():
-        with app.test_client() as client:
+        with authorized(app) as client:
             barrier.wait()
             codes.append(client.post("/api/runs", json={"scenario": SCENARIO}).status_code)
 

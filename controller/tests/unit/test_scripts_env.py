@@ -24,7 +24,7 @@ def controller():
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):
             seen.append(self.headers.get("Authorization"))
-            if self.headers.get("Authorization") != "Bearer s3cret":
+            if self.headers.get("Authorization") != "Bearer s3cret-s3cret-s3cret":
                 body, code = {"error": "Authorization: a valid token is required", "status": 401}, 401
             else:
                 sample = {"time": "2026-11-25T18:00:00.000000Z", "epoch": 1.0, "status": "ok", "lag_seconds": 0.012}
@@ -49,7 +49,7 @@ def controller():
 
 def env_file(tmp_path, port):
     path = tmp_path / "lab.env"
-    path.write_text(f"LAB_API_TOKEN=s3cret\nCONTROLLER_PORT={port}\n")
+    path.write_text(f"LAB_API_TOKEN=s3cret-s3cret-s3cret\nCONTROLLER_PORT={port}\n")
     return path
 
 
@@ -64,7 +64,7 @@ def test_env_sh_exports_every_variable_of_the_env_file(tmp_path):
         ["bash", "-c", '. scripts/env.sh && python3 -c "import os; print(os.environ[\'LAB_API_TOKEN\'], os.environ[\'CONTROLLER_PORT\'], os.environ[\'LAGLAB_ENV_FILE\'])"'],
         cwd=ROOT, env=clean_env(LAGLAB_ENV_FILE=str(path)), capture_output=True, text=True, check=True,
     )  # fmt: skip
-    assert out.stdout.split() == ["s3cret", "18080", str(path)]
+    assert out.stdout.split() == ["s3cret-s3cret-s3cret", "18080", str(path)]
 
 
 def test_laglab_lag_sends_the_token_of_the_env_file(controller, tmp_path):
@@ -76,13 +76,13 @@ def test_laglab_lag_sends_the_token_of_the_env_file(controller, tmp_path):
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[1].split()[:3] == ["18:00:00.000", "-", "12.0"]
-    assert seen == ["Bearer s3cret"]
+    assert seen == ["Bearer s3cret-s3cret-s3cret"]
 
 
 def test_client_reads_address_and_token_from_laglab_env_file(tmp_path):
     path = env_file(tmp_path, 18081)
     client = Client.from_env(clean_env(LAGLAB_ENV_FILE=str(path)))
-    assert (client.base, client.token) == ("http://127.0.0.1:18081", "s3cret")
+    assert (client.base, client.token) == ("http://127.0.0.1:18081", "s3cret-s3cret-s3cret")
     # the process environment wins over the file, as in compose
-    client = Client.from_env(clean_env(LAGLAB_ENV_FILE=str(path), LAB_API_TOKEN="other"))
-    assert client.token == "other"
+    client = Client.from_env(clean_env(LAGLAB_ENV_FILE=str(path), LAB_API_TOKEN="other-other-other-1"))
+    assert client.token == "other-other-other-1"

@@ -1,9 +1,13 @@
 """The controller holds NET_ADMIN, SYS_ADMIN, the host's PIDs and the Docker socket: it refuses what
 could turn that against the host."""
 
+import time
+
 import pytest
 
 from laglab import config
+from laglab.api import access
+from laglab.api.parts import lab_of
 from laglab.app import create_app
 from laglab.executor import Executor, NamespaceGone
 from laglab.platforms.docker import DockerPlatform
@@ -13,35 +17,94 @@ from .fakes import FakeDocker
 BASE = {"START_RECORDER": False, "START_SHAPING": False}
 
 
-def test_a_foreign_host_name_is_refused_dns_rebinding():
-    client = create_app(BASE, environ={}).test_client()
+def test_a_foreign_host_name_is_refused_dns_rebinding(tmp_path):
+    client = create_app({**BASE, "STATE_DIR": str(tmp_path)}, environ={}).test_client()
     assert client.get("/api/health", headers={"Host": "attacker.example:8080"}).status_code == 421
     for host in ("127.0.0.1:8080", "localhost", "controller:8080"):
         assert client.get("/api/health", headers={"Host": host}).status_code == 200
-    extra = create_app(BASE, environ={"CONTROLLER_HOSTS": "lab.internal"}).test_client()
+    extra = create_app({**BASE, "STATE_DIR": str(tmp_path)}, environ={"CONTROLLER_HOSTS": "lab.internal"}).test_client()
     assert extra.get("/api/health", headers={"Host": "lab.internal:8080"}).status_code == 200
 
 
-def test_results_files_open_with_the_token_cookie_and_nothing_else_does(tmp_path):
+TOKEN = "s3cret-s3cret-s3cret"
+
+
+def test_results_files_open_with_a_signed_link_and_no_cookie_opens_anything(tmp_path):
+    """A cookie for 127.0.0.1 reaches every port of it (RFC 6265 section 8.5: cookies do not provide
+    isolation by port), Grafana's on :3000 included: results links carry a signature instead."""
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "report.md").write_text("# report\n")
-    app = create_app({**BASE, "RESULTS_DIR": str(tmp_path)}, environ={"LAB_API_TOKEN": "s3cret"})
+    (tmp_path / "run" / "lag.png").write_bytes(b"png")
+    app = create_app({**BASE, "RESULTS_DIR": str(tmp_path)}, environ={"LAB_API_TOKEN": TOKEN})
     client = app.test_client()
     assert client.get("/results/run/report.md").status_code == 401
-    client.set_cookie("laglab-token", "s3cret", path="/results")
-    with client.get("/results/run/report.md") as response:
+    client.set_cookie("laglab-token", TOKEN, path="/")
+    assert client.get("/results/run/report.md").status_code == 401  # the old cookie opens nothing
+    link = access.signed_link(TOKEN, "/results/run/report.md")
+    with client.get(link) as response:
         assert response.status_code == 200 and response.text == "# report\n"
-    client.set_cookie("laglab-token", "s3cret", path="/")
-    assert client.get("/api/events").status_code == 401  # the cookie opens results files only
-    client.set_cookie("laglab-token", "wrong", path="/results")
-    assert client.get("/results/run/report.md").status_code == 401
+    path, query = link.split("?")
+    assert client.get(link.replace("report.md", "lag.png")).status_code == 401  # for its own file only
+    forged = f"{path}?{query[:-1]}{'x' if query[-1] != 'x' else 'y'}"
+    assert client.get(forged).status_code == 401
+    expired = access.signed_link(TOKEN, "/results/run/report.md", now=time.time() - access.LINK_SECONDS - 1)
+    assert client.get(expired).status_code == 401
+    assert client.get(access.signed_link("another-token-0123", "/results/run/report.md")).status_code == 401
+    assert client.post(link).status_code in (401, 405)  # a signature is for reading
+    assert client.get(link.replace("/results/run/report.md", "/api/events")).status_code == 401
+
+
+def test_health_says_nothing_but_ok_without_the_token():
+    app = create_app(BASE, environ={"LAB_API_TOKEN": TOKEN})
+    client = app.test_client()
+    assert client.get("/api/health").json == {"status": "ok", "authenticated": False}
+    full = client.get("/api/health", headers={"Authorization": f"Bearer {TOKEN}"}).json
+    assert full["authenticated"] is True and full["token"] == "LAB_API_TOKEN" and "problems" in full
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Origin": "http://127.0.0.1:3000"},  # Grafana's page: another port is another origin
+        {"Origin": "null"},  # a sandboxed frame or a file:// page
+        {"Origin": "http://attacker.example"},
+        {"Sec-Fetch-Site": "cross-site"},
+        {"Sec-Fetch-Site": "same-site"},  # 127.0.0.1:3000 -> 127.0.0.1:8080 is same-site
+    ],
+)
+def test_a_page_of_another_origin_is_refused_even_with_the_token_and_for_a_get(headers):
+    app = create_app(BASE, environ={"LAB_API_TOKEN": TOKEN})
+    client = app.test_client()
+    auth = {"Authorization": f"Bearer {TOKEN}", "Host": "127.0.0.1:8080"}
+    for method, path in (("GET", "/api/consistency?timeout=600"), ("POST", "/api/faults"), ("GET", "/api/lag")):
+        answer = client.open(path, method=method, headers={**auth, **headers})
+        assert answer.status_code == 403, (method, path, headers)
+        assert answer.json["status"] == 403 and answer.json["error"].startswith(next(iter(headers)))
+    assert client.get("/api/lag", headers={**auth, "Origin": "http://127.0.0.1:8080"}).status_code == 503
+    assert client.get("/api/lag", headers={**auth, "Sec-Fetch-Site": "same-origin"}).status_code == 503
+    with client.get("/", headers={"Sec-Fetch-Site": "none"}) as page:  # typed or bookmarked
+        assert page.status_code == 200
+    assert client.get("/metrics", headers=headers).status_code == 200  # probes send no browser headers
+
+
+def test_without_a_configured_token_the_controller_makes_one_and_keeps_it(tmp_path):
+    first = create_app({**BASE, "STATE_DIR": str(tmp_path)}, environ={})
+    token = first.config["API_TOKEN"]
+    assert len(token) >= 16 and (tmp_path / "api-token").read_text().strip() == token
+    assert (tmp_path / "api-token").stat().st_mode & 0o777 == 0o600
+    client = first.test_client()
+    assert client.get("/api/shaping").status_code == 401  # no token configured is no open API
+    assert client.get("/api/shaping", headers={"Authorization": f"Bearer {token}"}).status_code == 503
+    again = create_app({**BASE, "STATE_DIR": str(tmp_path)}, environ={})
+    assert again.config["API_TOKEN"] == token  # the same after a restart: the CLI's copy stays good
+    assert lab_of(again).token_origin.startswith("generated earlier")
 
 
 def test_an_exposed_controller_needs_a_token():
     with pytest.raises(config.ConfigError) as caught:
         config.load({"CONTROLLER_BIND": "192.0.2.10"})
     assert caught.value.variable == "CONTROLLER_BIND" and "LAB_API_TOKEN" in str(caught.value)
-    assert config.load({"CONTROLLER_BIND": "192.0.2.10", "LAB_API_TOKEN": "t"}).CONTROLLER_BIND == "192.0.2.10"
+    assert config.load({"CONTROLLER_BIND": "192.0.2.10", "LAB_API_TOKEN": TOKEN}).CONTROLLER_BIND == "192.0.2.10"
 
 
 def test_a_recycled_pid_is_never_entered(tmp_path):
