@@ -116,7 +116,7 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
     allowed_hosts |= set(filter(None, settings.CONTROLLER_HOSTS.split(",")))
     token, lab.token_origin = access.resolve_token(settings.LAB_API_TOKEN, Path(app.config["STATE_DIR"]))
     app.config["API_TOKEN"] = token
-    if lab.token_origin != "LAB_API_TOKEN":
+    if lab.token_origin != "LAB_API_TOKEN":  # noqa: S105 - where it came from, not the token
         errors.log.warning("no LAB_API_TOKEN: the API requires a token %s (%s)", access.shown(token), lab.token_origin)
     access.init_app(app, token, allowed_hosts)
     errors.init_app(app)

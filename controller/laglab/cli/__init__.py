@@ -67,7 +67,21 @@ def completion(shell: str) -> None:
     click.echo(completer.source())
 
 
-for command in (status, dashboard, lag, consistency, shape, clear, show, preset, matrix, verify, fault, partition, heal):
+for command in (
+    status,
+    dashboard,
+    lag,
+    consistency,
+    shape,
+    clear,
+    show,
+    preset,
+    matrix,
+    verify,
+    fault,
+    partition,
+    heal,
+):
     cli.add_command(command)
 for command in (load, run, runs, report):
     cli.add_command(command)
