@@ -55,7 +55,10 @@ class Lab:
     clusters: ClusterWatch | None = None  # per-node lag of the profiles' clusters
     netem_available: bool | None = None
     restart: Restart | None = None  # what the start found and put right (recovery.py), on /api/health
-    token_origin: str = ""  # where the API's token came from (LAB_API_TOKEN, or generated: its file)
+    token_origin: str = ""
+    checks: dict[str, threading.Lock] = field(
+        default_factory=dict
+    )  # long checks running (api.parts.exclusive)  # where the API's token came from (LAB_API_TOKEN, or generated: its file)
 
 
 def create_app(test_config: dict | None = None, environ=None) -> Flask:

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 
 import pymysql
+import pymysql.constants.CLIENT
 import pymysql.cursors
 
 from .deadline import poll
@@ -46,6 +47,23 @@ def connect(
         autocommit=True,
         cursorclass=pymysql.cursors.DictCursor,
     )
+
+
+def run_sql(endpoint: Endpoint, database: str, text: str, timeout: float = 30.0) -> None:
+    """Statements (several, separated by ';') executed by the server itself: no client program reads
+    the text, so nothing in it runs on a machine (the mysql client would run `\\! cmd` or `system cmd`)."""
+    conn = pymysql.connect(
+        host=endpoint.host, port=endpoint.port, user=endpoint.user, password=endpoint.password, database=database,
+        connect_timeout=5, read_timeout=timeout, write_timeout=timeout, autocommit=True,
+        client_flag=pymysql.constants.CLIENT.MULTI_STATEMENTS,
+    )  # fmt: skip
+    try:
+        with conn.cursor() as cursor:
+            cursor.execute(text)
+            while cursor.nextset():
+                pass
+    finally:
+        conn.close()
 
 
 def wait_connect(endpoint: Endpoint, seconds: float, read_timeout: float | None = None):

@@ -1,6 +1,12 @@
 """Load from the loadgen container: sysbench started with `docker exec` (the loadgen image is the
 lab's own), its per-second report lines parsed as they arrive. Used by scenario runs and by the
-dashboard's load panel (POST/GET/DELETE /api/load)."""
+dashboard's load panel (POST/GET/DELETE /api/load).
+
+No password is ever on a command line (host `ps`, Docker's exec events, Kubernetes audit logs show
+those): loadgen writes sysbench's and the client's option files itself, from the MYSQL_USER and
+MYSQL_PASSWORD its own environment has (compose, or the Kubernetes Secret), and the tools read them.
+A mysqlslap point's `setup` SQL goes to the server over PyMySQL, never through the mysql client, which
+would run its own commands (`\\! cmd`, `system cmd`, `source file`) from the text."""
 
 from __future__ import annotations
 
@@ -12,6 +18,9 @@ import threading
 import time
 from dataclasses import dataclass
 
+import pymysql
+
+from .db import Endpoint, run_sql
 from .results import iso
 
 SCRIPTS = (
@@ -45,12 +54,22 @@ def parse_sysbench_line(line: str) -> dict | None:
 _SLAP_RE = re.compile(r"Average number of seconds to run all queries:\s*([\d.]+)")
 
 
-def mysqlslap_argv(
-    host: str, user: str, password: str, database: str, concurrency: int, queries: int, query: str
-) -> list[str]:
-    """One mysqlslap iteration: `queries` executions of `query` split over `concurrency` clients."""
+OPTIONS_DIR = "/run/laglab"
+SYSBENCH_OPTIONS = f"{OPTIONS_DIR}/sysbench.cfg"  # sysbench --config-file: option=value lines
+CLIENT_OPTIONS = f"{OPTIONS_DIR}/client.cnf"  # [client] user, password: --defaults-extra-file
+# Run by loadgen's own sh: printf is a builtin, so the expanded password is in no process's argv.
+WRITE_OPTIONS = (
+    f"umask 077 && mkdir -p {OPTIONS_DIR} && "
+    f'printf "mysql-user=%s\\nmysql-password=%s\\n" "$MYSQL_USER" "$MYSQL_PASSWORD" > {SYSBENCH_OPTIONS} && '
+    f'printf "[client]\\nuser=%s\\npassword=%s\\n" "$MYSQL_USER" "$MYSQL_PASSWORD" > {CLIENT_OPTIONS}'
+)
+
+
+def mysqlslap_argv(host: str, database: str, concurrency: int, queries: int, query: str) -> list[str]:
+    """One mysqlslap iteration: `queries` executions of `query` split over `concurrency` clients (the
+    account from CLIENT_OPTIONS, which must come first)."""
     return [
-        "mysqlslap", f"--host={host}", f"--user={user}", f"--password={password}", f"--create-schema={database}",
+        "mysqlslap", f"--defaults-extra-file={CLIENT_OPTIONS}", f"--host={host}", f"--create-schema={database}",
         f"--concurrency={concurrency}", f"--number-of-queries={queries}", f"--query={query}", "--iterations=1",
     ]  # fmt: skip
 
@@ -72,12 +91,11 @@ class Profile:
     protocol: str = "plain"  # plain | compressed | tls
 
 
-def sysbench_argv(
-    profile: Profile, command: str, user: str, password: str, database: str, seconds: int | None = None
-) -> list[str]:
+def sysbench_argv(profile: Profile, command: str, database: str, seconds: int | None = None) -> list[str]:
+    """The account comes from SYSBENCH_OPTIONS (written in loadgen from its environment)."""
     argv = [
-        "sysbench", profile.script, "--db-driver=mysql", f"--mysql-host={profile.target}",
-        f"--mysql-user={user}", f"--mysql-password={password}", f"--mysql-db={database}",
+        "sysbench", profile.script, f"--config-file={SYSBENCH_OPTIONS}", "--db-driver=mysql",
+        f"--mysql-host={profile.target}", f"--mysql-db={database}",
         f"--tables={profile.tables}", f"--table-size={profile.rows}",
     ]  # fmt: skip
     if command == "run":
@@ -125,8 +143,14 @@ class LoadGenerator:
         self._cmdline = cmdline or _cmdline
 
     def argv(self, profile: Profile, command: str, seconds: int | None = None) -> list[str]:
-        s = self.settings
-        return sysbench_argv(profile, command, s.LAB_USER, s.LAB_PASSWORD, s.LAB_DATABASE, seconds)
+        return sysbench_argv(profile, command, self.settings.LAB_DATABASE, seconds)
+
+    def write_options(self) -> None:
+        """The tools' option files in loadgen, from its own environment (again each time: a recreated
+        loadgen starts without them)."""
+        code, out = self.platform.exec("loadgen", ["sh", "-c", WRITE_OPTIONS])
+        if code != 0:
+            raise RuntimeError(f"loadgen could not write its option files: {out.decode(errors='replace')[-300:]}")
 
     TLS_DIR = "/tls"
 
@@ -149,6 +173,7 @@ class LoadGenerator:
 
     def prepare(self, profile: Profile) -> None:
         """cleanup + prepare the profile's tables (sysbench)."""
+        self.write_options()
         for command in ("cleanup", "prepare"):
             code, output = self.platform.exec("loadgen", self.argv(profile, command))
             if code != 0:
@@ -164,6 +189,7 @@ class LoadGenerator:
                 raise LoadBusy(self.owner or "?")
             self.profile, self.seconds, self.started, self.error = profile, seconds, time.time(), None
             self.owner, self.pid, self.stopping = owner, None, False
+            self.write_options()
             if profile.protocol == "tls":
                 self.ensure_tls_files(profile.target)
             argv = self.argv(profile, "run", seconds)
@@ -197,22 +223,12 @@ class LoadGenerator:
         """Runs mysqlslap to completion in loadgen; returns seconds, queries per second, or the error."""
         s = self.settings
         if setup:
-            code, out = self.platform.exec(
-                "loadgen",
-                [
-                    "mysql",
-                    f"--host={target}",
-                    f"--user={s.LAB_USER}",
-                    f"--password={s.LAB_PASSWORD}",
-                    s.LAB_DATABASE,
-                    "-e",
-                    setup,
-                ],
-            )
-            if code != 0:
-                return {"error": out.decode(errors="replace").strip()[-300:]}
-        argv = mysqlslap_argv(target, s.LAB_USER, s.LAB_PASSWORD, s.LAB_DATABASE, concurrency, queries, query)
-        code, out = self.platform.exec("loadgen", argv)
+            try:
+                run_sql(Endpoint(target, 3306, s.LAB_USER, s.LAB_PASSWORD, target), s.LAB_DATABASE, setup)
+            except pymysql.MySQLError as error:
+                return {"error": f"setup: {error}"[:300]}
+        self.write_options()
+        code, out = self.platform.exec("loadgen", mysqlslap_argv(target, s.LAB_DATABASE, concurrency, queries, query))
         text = out.decode(errors="replace")
         seconds = parse_mysqlslap(text)
         if code != 0 or seconds is None:

@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 
 from flask import request
 
+from .. import limits
 from ..errors import error_response
 from ..openapi import OPEN_PATHS
 
@@ -105,6 +106,8 @@ def init_app(app, token: str, allowed_hosts: set[str]) -> None:
                 421,
                 f"Host: {host[:64]!r} is not a name of this controller (allowed: {', '.join(sorted(allowed_hosts))})",
             )
+        if (request.content_length or 0) > limits.BODY_BYTES:  # before anything reads it
+            return error_response(413, f"body: larger than {limits.BODY_BYTES} bytes (limit body)")
         if request.path not in PROBES and (why := _cross_origin()):
             return error_response(403, f"{why}: the API answers pages of its own origin only")
         if request.path in OPEN_PATHS or request.path.startswith("/static/"):

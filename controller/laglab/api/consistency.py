@@ -16,12 +16,13 @@ log = logging.getLogger("laglab")
 
 @operation(
     bp, "GET", "/api/consistency", "Wait for the target to execute the source's GTID set, then compare every lab table",
-    query=models.ConsistencyQuery, ok=(200, models.Consistency), errors=(503,),
+    query=models.ConsistencyQuery, ok=(200, models.Consistency), errors=(409, 503),
 )  # fmt: skip
 def check(query: models.ConsistencyQuery):
     lab = parts.lab()
     try:
-        return consistency.check(lab.source, lab.target, timeout=query.timeout)
+        with parts.exclusive("consistency"):
+            return consistency.check(lab.source, lab.target, timeout=query.timeout)
     except pymysql.MySQLError as error:
         log.warning("consistency check: %s", error)  # the SQL error stays in the log, not in the answer
         code = error.args[0] if error.args else "?"

@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
+from .. import limits
 from ..faults import ACTIONS
 from ..load import SCRIPTS
 from ..shaping.params import DIRECTIONS, DISTRIBUTIONS, PERCENT_PATTERN, RATE_PATTERN, SERVICE_PATTERN, TIME_PATTERN
@@ -155,7 +156,9 @@ class PartitionBody(Body):
 
 
 class RunBody(Body):
-    scenario: str | None = Field(None, pattern=r"\S", description="the scenario file's YAML text")
+    scenario: str | None = Field(
+        None, pattern=r"\S", max_length=limits.SCENARIO_BYTES, description="the scenario file's YAML text"
+    )
     file: str | None = Field(
         None,
         pattern=r"^[a-z0-9][a-z0-9-]{0,62}\.yaml$",

@@ -4,10 +4,13 @@ recorder or shaping). Nothing else reads `app.extensions`."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from typing import TYPE_CHECKING
 
 from flask import Flask, current_app
 
+from .. import limits
 from ..errors import ApiError
 
 if TYPE_CHECKING:
@@ -68,3 +71,18 @@ def for_runs() -> Lab:
     if the_lab.shaping is None or the_lab.recorder is None:
         raise ApiError(503, "runs need the lag recorder and shaping, which are not running in this controller")
     return the_lab
+
+
+@contextlib.contextmanager
+def exclusive(kind: str):
+    """One long check of a kind at a time (limit long_checks): eight of them would hold every server
+    thread for up to ten minutes. A second one is answered at once with 409."""
+    gate = lab().checks.setdefault(kind, threading.Lock())
+    if not gate.acquire(blocking=False):
+        raise ApiError(
+            409, f"{kind}: one is already running, at most {limits.LONG_CHECKS} at a time (limit long_checks)"
+        )
+    try:
+        yield
+    finally:
+        gate.release()

@@ -98,9 +98,14 @@ def links():
 @operation(
     bp, "POST", "/api/verify",
     "Measure a link from inside the lab: RTT (ping -U) and throughput (iperf3, both directions)",
-    body=models.VerifyBody, ok=(200, models.Verified), errors=(404, 422, 502, 503),
+    body=models.VerifyBody, ok=(200, models.Verified), errors=(404, 409, 422, 502, 503),
 )  # fmt: skip
 def verify_link(body: models.VerifyBody):
+    with parts.exclusive("verify"):
+        return _verify(body)
+
+
+def _verify(body: models.VerifyBody) -> dict:
     m = manager()
     lab = m.platform.list()
     ends = {}

@@ -15,6 +15,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from .. import limits
 from ..deadline import poll
 from ..errors import Kind
 from ..platforms import PlatformError, Unsupported
@@ -80,6 +81,12 @@ class FaultManager:
                 raise FaultError(Kind.INVALID, f"duration: {action} cannot be undone; leave duration out")
             if not 0 <= duration <= MAX_DURATION:  # 0: undone as soon as it took effect (a blip)
                 raise FaultError(Kind.INVALID, f"duration: {duration:g}s is out of range (up to {MAX_DURATION:g}s)")
+        if duration is not None and len(self.active()) >= limits.ACTIVE_FAULTS:
+            raise FaultError(
+                Kind.CONFLICT,
+                f"duration: {limits.ACTIVE_FAULTS} faults with a duration are in force, at most "
+                f"{limits.ACTIVE_FAULTS} (limit active_faults): undo one first",
+            )
         state = self._state(service)
         if not spec.needs(state):
             raise FaultError(Kind.CONFLICT, f"service: {service} is not {spec.needs_text} (it is {state.text})")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +27,7 @@ from pydantic import (
     model_validator,
 )
 
-from .. import presets, tcp_buffers
+from .. import limits, presets, tcp_buffers
 from ..load import SCRIPTS, Profile
 from ..replicators import KINDS
 from ..shaping.matrix import Matrix, MatrixError
@@ -214,7 +215,8 @@ class Load(Section):
     threads: int = Field(4, ge=1, le=1024)
     rate: int = Field(0, ge=0, le=1_000_000, description="transactions per second (sysbench --rate); 0 = unlimited")
     duration: Seconds(86400.0) = 60.0
-    target: str = "mysql-source"
+    # Where sysbench sends the lab's account: the lab's own servers only (a cluster point writes to its node).
+    target: Literal["mysql-source", "mysql-target"] = "mysql-source"
     protocol: Literal["plain", "compressed", "tls"] = "plain"  # sysbench --mysql-compression / --mysql-ssl
     # sysbench is started again (every second) when the server drops it (a crash, a restart in the
     # timeline), until load.duration is over; each restart is counted in the point's summary.
@@ -222,7 +224,11 @@ class Load(Section):
     # mysqlslap: `threads` is --concurrency; it runs `queries` of `query` once (duration is not used).
     query: str = "INSERT INTO laglab_slap (c) VALUES ('abcde')"
     queries: int = Field(500, ge=1, le=10_000_000)
-    setup: str = "CREATE TABLE IF NOT EXISTS laglab_slap (id BIGINT AUTO_INCREMENT PRIMARY KEY, c CHAR(5))"
+    # SQL the server runs before mysqlslap (over PyMySQL: no client program reads it, so `\\! cmd` is SQL
+    # the server refuses, not a command).
+    setup: str = Field(
+        "CREATE TABLE IF NOT EXISTS laglab_slap (id BIGINT AUTO_INCREMENT PRIMARY KEY, c CHAR(5))", max_length=10_000
+    )
 
     @property
     def seconds(self) -> int:
@@ -558,11 +564,20 @@ class Scenario(Section):
                 raise ValueError("load.tool: cluster scenarios run mysqlslap (or none)")
         if self.timeline and self.load.tool == "mysqlslap":
             raise ValueError("timeline: needs a load that runs for load.duration (sysbench or none), not mysqlslap")
+        changes = 0
         for index, step in enumerate(self.timeline):
-            if not step.occurrences(self.load.duration):
+            count = step.count_within(self.load.duration)
+            if not count:
                 raise ValueError(
                     f"timeline.{index}.at: {format_time(step.at)} is not within the measured window "
                     f"(load.duration {format_time(self.load.duration)})"
+                )
+            changes += count * step.kind.changes_per_occurrence(step, self.load.duration)
+            if changes > limits.TIMELINE_EVENTS:
+                raise ValueError(
+                    f"timeline.{index}: the timeline schedules more than {limits.TIMELINE_EVENTS} changes in "
+                    f"load.duration {format_time(self.load.duration)} (repeats and trace rows counted); fewer "
+                    "repeats, a longer every or a shorter trace"
                 )
         return self
 
@@ -740,12 +755,15 @@ def load_text(text: str, quick: bool = False, source: str = "scenario", base_dir
     """Parse, apply `quick` overrides if asked, expand the sweep, validate every point. Files the
     scenario names (a timeline's traces) are read from `base_dir`, the scenarios folder."""
     context = {"base_dir": base_dir}
+    if len(text.encode()) > limits.SCENARIO_BYTES:
+        raise ScenarioError(source, f"is {len(text.encode())} bytes; at most {limits.SCENARIO_BYTES} (limit scenario)")
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as error:
         raise ScenarioError(source, f"not valid YAML: {error}") from None
     if not isinstance(raw, dict):
         raise ScenarioError(source, "must be a mapping of keys")
+    _check_size(raw, source)
     raw = copy.deepcopy(raw)
     sweep = raw.pop("sweep", None) or {}
     quick_overrides = raw.pop("quick", None) or {}
@@ -778,6 +796,16 @@ def load_text(text: str, quick: bool = False, source: str = "scenario", base_dir
     search = base.search
     if search is not None:
         _check_search(search, sweep, base)
+    # The plan's size before any of it is built: three lists of 1000 values would be 10^9 points.
+    size = math.prod(len(values) for values in sweep.values())
+    probes = search.knee_search().most_probes() if search is not None else 1
+    if size * probes > limits.POINTS:
+        counts = " x ".join(str(len(v)) for v in sweep.values()) or "1"
+        raise ScenarioError(
+            "sweep",
+            f"{counts} values{f' x {probes} probes' if search is not None else ''} = {size * probes} points; "
+            f"at most {limits.POINTS} in one run (limit points): split it into several runs",
+        )
     points = []
     for index, combo in enumerate(itertools.product(*sweep.values()) if sweep else [()]):
         params = dict(zip(sweep, combo, strict=True))
@@ -795,6 +823,22 @@ def load_text(text: str, quick: bool = False, source: str = "scenario", base_dir
         except ValidationError as error:
             raise _format_errors(error, prefix=f"sweep point {index + 1} ({_describe(params)}): ") from None
     return Plan(scenario=base, sweep=sweep, points=points, quick=quick, base_dir=base_dir)
+
+
+def _check_size(raw, source: str) -> None:
+    """YAML aliases can make a small text a huge tree (ten levels of ten aliases: 10^10 values): the
+    values are counted as validation would visit them, and the count stops at the limit."""
+    seen = 0
+    stack = [raw]
+    while stack:
+        node = stack.pop()
+        seen += 1
+        if seen > limits.YAML_NODES:
+            raise ScenarioError(source, f"holds more than {limits.YAML_NODES} values once its aliases are expanded")
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
 
 
 def _check_search(search: Search, sweep: dict, base: Scenario) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
+import math
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -66,18 +67,19 @@ class _Step(Section):
             raise ValueError("every: at least 100ms")
         return self
 
+    def count_within(self, length: float) -> int:
+        """How many times the step happens within a window of `length` seconds (none built)."""
+        if self.at >= length:
+            return 0
+        if self.every is None:
+            return 1
+        fits = math.ceil((length - self.at) / self.every - 1e-9)
+        return min(fits, self.times) if self.times is not None else fits
+
     def occurrences(self, length: float) -> list[float]:
         """Offsets at which the step happens within a window of `length` seconds."""
-        if self.every is None:
-            return [self.at] if self.at < length else []
-        count = self.times if self.times is not None else 1_000_000
-        out = []
-        for k in range(count):
-            t = self.at + k * self.every
-            if t >= length:
-                break
-            out.append(t)
-        return out
+        every = self.every or 0.0
+        return [t for k in range(self.count_within(length)) if (t := self.at + k * every) < length]
 
 
 def step_model() -> type[_Step]:

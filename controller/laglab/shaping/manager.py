@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .. import limits
 from ..errors import Kind
 from ..executor import CommandError, Executor
 from ..platforms import LabContainer, Platform, PlatformError
@@ -222,12 +223,21 @@ class ShapingManager:
         for field, group in (("a", a), ("b", b)):
             if not group:
                 raise ShapingError(Kind.INVALID, f"{field}: name at least one service")
+            repeated = sorted({s for s in group if group.count(s) > 1})
+            if repeated:
+                raise ShapingError(Kind.INVALID, f"{field}: {', '.join(repeated)} named more than once")
             for service in group:
                 self._resolve(lab, service, field)
         overlap = sorted(set(a) & set(b))
         if overlap:
             raise ShapingError(Kind.INVALID, f"b: {', '.join(overlap)} on both sides")
         with self.lock:
+            if len(self.desired.partitions) >= limits.PARTITIONS:
+                raise ShapingError(
+                    Kind.CONFLICT,
+                    f"partition: {len(self.desired.partitions)} partitions are in force, at most {limits.PARTITIONS} "
+                    "(limit partitions): heal one first",
+                )
             partition = Partition(
                 self.desired.next_partition_id(), tuple(a), tuple(b), oneway,
                 time.time() + duration if duration is not None else None,  # 0: healed at the next check

@@ -338,8 +338,8 @@ def test_a_load_streams_through_exec_and_stops_with_pkill_in_loadgen(kube, platf
     assert load.running and load.pid is None  # no PID the controller could see
     load.stop(wait=10)
     assert not load.running and load.rows[0]["tps"] == 99.0
-    assert [argv["command"][0] for _pod, argv in kube.exec_calls] == ["sysbench", "pkill"]
-    assert kube.exec_calls[1][1]["command"] == ["pkill", "-TERM", "-x", "sysbench"]
+    assert [argv["command"][0] for _pod, argv in kube.exec_calls] == ["sh", "sysbench", "pkill"]
+    assert kube.exec_calls[2][1]["command"] == ["pkill", "-TERM", "-x", "sysbench"]
 
 
 def test_without_chaos_mesh_the_controller_starts_and_says_why_shaping_fails(kube, tmp_path):

@@ -19,7 +19,7 @@ class FakeApi:
     """The Docker SDK's low-level exec calls, recorded; the exec's output blocks until `finish`."""
 
     def __init__(self):
-        self.calls = []
+        self.calls, self.runs = [], []
         self.done = threading.Event()
 
     def exec_create(self, container, cmd, workdir=None):
@@ -43,10 +43,21 @@ class FakeClient:
     def __init__(self):
         self.api = FakeApi()
 
+        api = self.api
+
+        class _Container:
+            def __init__(self, cid):
+                self.id = cid
+
+            def exec_run(self, cmd, workdir=None):
+                # docker-py's Container.exec_run answers ExecResult(exit_code, output) once the command ended
+                api.runs.append((self.id, cmd))
+                return 0, b""
+
         class _Containers:
             @staticmethod
             def get(cid):
-                return type("C", (), {"id": cid})()
+                return _Container(cid)
 
         self.containers = _Containers()
 
@@ -62,7 +73,7 @@ class FakeContainers(DockerPlatform):
 
 
 class Settings:
-    LAB_USER, LAB_PASSWORD, LAB_DATABASE = "lab", "lab", "lab"
+    LAB_USER, LAB_PASSWORD, LAB_DATABASE = "lab", "pw-secret-123", "lab"
 
 
 @pytest.fixture
@@ -79,6 +90,19 @@ def generator():
     yield load
     containers.client.api.done.set()
     load.wait(5)
+
+
+def test_no_password_is_on_a_command_line(generator):
+    """Host `ps`, Docker's exec events and Kubernetes audit logs show argv: loadgen writes the option files
+    from its own environment with sh's builtin printf, and the tools read them."""
+    from laglab.load import WRITE_OPTIONS
+
+    generator.start(Profile(), 30)
+    argvs = [call[2] for call in generator.platform.client.api.calls if call[0] == "exec_create"]
+    argvs += [cmd for _cid, cmd in generator.platform.client.api.runs]
+    assert argvs and all("pw-secret-123" not in " ".join(a) for a in argvs), argvs
+    assert ["sh", "-c", WRITE_OPTIONS] in argvs and "$MYSQL_PASSWORD" in WRITE_OPTIONS
+    assert any(a.startswith("--config-file=") for a in generator.argv(Profile(), "run", 30))
 
 
 def test_a_load_is_started_by_exec_and_stopped_by_its_own_pid(generator):

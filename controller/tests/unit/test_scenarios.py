@@ -137,8 +137,8 @@ def test_mysqlslap_load():
     plan = load_text("name: x\nload: {tool: mysqlslap, threads: 8, queries: 500}\nwarmup: 0s\n")
     load = plan.scenario.load
     assert (load.tool, load.threads, load.queries) == ("mysqlslap", 8, 500)
-    assert mysqlslap_argv("mysql-source", "lab", "pw", "lab", 8, 500, "SELECT 1") == [
-        "mysqlslap", "--host=mysql-source", "--user=lab", "--password=pw", "--create-schema=lab",
+    assert mysqlslap_argv("mysql-source", "lab", 8, 500, "SELECT 1") == [
+        "mysqlslap", "--defaults-extra-file=/run/laglab/client.cnf", "--host=mysql-source", "--create-schema=lab",
         "--concurrency=8", "--number-of-queries=500", "--query=SELECT 1", "--iterations=1",
     ]  # fmt: skip
     summary = "Benchmark\n\tAverage number of seconds to run all queries: 0.421 seconds\n\tMinimum number of seconds to run all queries: 0.421 seconds\n"

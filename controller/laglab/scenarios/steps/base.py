@@ -44,6 +44,10 @@ class StepKind(Section):
         goes to run.later(key, step, fn)."""
         raise NotImplementedError
 
+    def changes_per_occurrence(self, step, length: float) -> int:
+        """Entries one occurrence puts in the schedule (the scenario's limit counts them before any is made)."""
+        return 2 if step.duration is not None else 1
+
     def items(self, run, number: int, step, at: float, order: itertools.count, key: int) -> list[tuple]:
         """(offset, order, step number, text, fn) for the schedule: the step, and its undo after its
         duration when that falls within the window."""
