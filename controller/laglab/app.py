@@ -25,6 +25,7 @@ from .pod_counters import PodCounters
 from .problems import Problems
 from .recovery import Restart
 from .results import Run
+from .scenarios import orphan
 from .scenarios.runner import ScenarioRun
 from .shaping import backends
 from .shaping.manager import ShapingManager
@@ -54,6 +55,7 @@ class Lab:
     faults: FaultManager | None = None
     clusters: ClusterWatch | None = None  # per-node lag of the profiles' clusters
     netem_available: bool | None = None
+    state_dir: Path | None = None  # shaping.json, faults.json, run.json, api-token: what outlives a crash
     restart: Restart | None = None  # what the start found and put right (recovery.py), on /api/health
     token_origin: str = ""
     checks: dict[str, threading.Lock] = field(
@@ -81,7 +83,7 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
     app.config.setdefault("MAX_CONTENT_LENGTH", MAX_BODY_BYTES)
     settings = config.load(environ)
     source, target = lab_endpoints(settings, environ)
-    lab = Lab(settings, source, target, events=Events())
+    lab = Lab(settings, source, target, events=Events(), state_dir=Path(app.config["STATE_DIR"]))
     if app.config["START_RECORDER"]:
         lab.run = Run(Path(app.config["RESULTS_DIR"]), "live", {"flavor_setting": settings.DB_FLAVOR})
         interval = settings.HEARTBEAT_INTERVAL_MS / 1000
@@ -100,8 +102,13 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
             backend.labels = {"laglab.io/run": lab.run.path.name[:63]}
         lab.shaping = ShapingManager(platform, executor, backend, Path(app.config["SHAPING_STATE"]), events=lab.events)
         lab.load = LoadGenerator(platform, settings)
-        lab.faults = FaultManager(platform, events=lab.events)
-        lab.shaping.start()
+        lab.faults = FaultManager(platform, events=lab.events, state_path=lab.state_dir / "faults.json")
+        # What a controller that died left (recovery.py): shaping reloaded less what expired, faults
+        # undone or re-armed, an orphaned run ended; all of it on /api/health's `restart`.
+        lab.restart = Restart()
+        lab.shaping.start(restart=lab.restart)
+        lab.faults.recover(lab.restart)
+        orphan.recover(lab, lab.restart)
         if lab.run is not None:  # the bridge's chains on Docker; on Kubernetes each pod counts its own
             lab.counters = Counters(platform, executor, lab.run) if hosted else PodCounters(platform, lab.run)
             lab.counters.start()

@@ -1,6 +1,11 @@
 """Injects faults into this project's containers, undoes them when their duration is over, and keeps
 the active and recent ones for GET /api/faults and the dashboard.
 
+The faults in force are kept apart from the history (a fault pushed out of the recent 200 can still be
+undone) and on disk (faults.json in the state folder): a controller killed mid-fault (SIGKILL, the OOM
+killer) finds them at its next start (`recover`) and undoes the ones whose time ran out, re-arming the
+others for what is left of their duration.
+
 Only containers labelled with this compose project exist here, and never the lab's apparatus (the
 controller, loadgen, set-up jobs: label laglab.shaped=never). A fault's `effect` time is when the
 container's state showed it (docker inspect), not when the call was sent.
@@ -14,11 +19,13 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .. import limits
 from ..deadline import poll
 from ..errors import Kind
 from ..platforms import PlatformError, Unsupported
+from ..recovery import read_state, write_state
 from ..results import iso
 from .base import ACTIONS, FaultError
 
@@ -44,6 +51,16 @@ class Fault:
     def active(self) -> bool:
         return self.undo_action is not None and self.duration is not None and self.undone is None and not self.error
 
+    def to_wire(self) -> dict:
+        return {k: getattr(self, k) for k in ("id", "service", "action", "duration", "asked", "effect", "undo_action")}
+
+    @property
+    def due(self) -> float | None:
+        """When its duration is over (epoch seconds), counted from when it took effect."""
+        if self.duration is None:
+            return None
+        return (self.effect or self.asked) + self.duration
+
     def as_json(self) -> dict:
         return {
             "id": self.id,
@@ -61,11 +78,15 @@ class Fault:
 
 
 class FaultManager:
-    def __init__(self, platform, events=None, keep: int = 200, settle_timeout: float = 60.0):
+    def __init__(
+        self, platform, events=None, keep: int = 200, settle_timeout: float = 60.0, state_path: Path | None = None
+    ):
         self.platform = platform
         self.events = events
         self.recent: collections.deque[Fault] = collections.deque(maxlen=keep)
+        self.live: dict[str, Fault] = {}  # faults with a duration not yet undone, whatever the history holds
         self.settle_timeout = settle_timeout
+        self.state_path = state_path  # faults.json: the live ones, for the next start after a crash
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
 
@@ -94,13 +115,19 @@ class FaultManager:
         fault.effect = self._do(service, spec)
         with self._lock:
             self.recent.append(fault)
+            if fault.active:
+                self.live[fault.id] = fault
+        self._save()
         self._event(f"{service}: {action}" + (f" for {duration:g}s" if duration is not None else ""))
         if duration is not None and timer:
             # The duration is how long the fault lasts once it took effect (a clean stop takes seconds).
-            fault._timer = threading.Timer(duration, self._undo_due, args=(fault,))
-            fault._timer.daemon = True
-            fault._timer.start()
+            self._arm(fault, duration)
         return fault
+
+    def _arm(self, fault: Fault, seconds: float) -> None:
+        fault._timer = threading.Timer(max(0.0, seconds), self._undo_due, args=(fault,))
+        fault._timer.daemon = True
+        fault._timer.start()
 
     def undo(self, fault_id: str) -> Fault:
         """Undo an active fault now (before its duration is over). Idempotent: a fault already undone (by
@@ -116,6 +143,8 @@ class FaultManager:
 
     def get(self, fault_id: str) -> Fault:
         with self._lock:
+            if fault_id in self.live:
+                return self.live[fault_id]
             for fault in self.recent:
                 if fault.id == fault_id:
                     return fault
@@ -123,15 +152,60 @@ class FaultManager:
 
     def active(self) -> list[Fault]:
         with self._lock:
-            return [f for f in self.recent if f.active]
+            return [f for f in self.live.values() if f.active]
 
     def listing(self) -> dict:
         with self._lock:
             faults = list(self.recent)
+            live = list(self.live.values())
         return {
-            "active": [f.as_json() for f in faults if f.active],
+            "active": [f.as_json() for f in live if f.active],
             "recent": [f.as_json() for f in reversed(faults)],
         }
+
+    # --- after a crash ---
+    def recover(self, restart=None) -> None:
+        """The faults a dead controller left in force (faults.json): undone now when their time ran out
+        while it was down, re-armed for the rest of it otherwise. What was done goes to `restart`."""
+        if self.state_path is None:
+            return
+        items = read_state(self.state_path, restart, [])
+        numbers = [int(i["id"][1:]) for i in items if isinstance(i, dict) and str(i.get("id", ""))[1:].isdigit()]
+        self._ids = itertools.count(max(numbers, default=0) + 1)  # ids go on: `fault undo f3` stays f3
+        now = time.time()
+        for item in items:
+            try:
+                fault = Fault(**{k: item[k] for k in ("id", "service", "action", "duration", "asked", "effect")},
+                              undo_action=item["undo_action"])  # fmt: skip
+            except (KeyError, TypeError):
+                continue
+            with self._lock:
+                self.recent.append(fault)
+                self.live[fault.id] = fault
+            if fault.due <= now:
+                try:
+                    self._undo(fault)
+                    text = f"{fault.id} ({fault.action} {fault.service}) undone: its {fault.duration:g}s ran out while the controller was down"
+                except Exception as error:  # the container may be gone: say so, go on
+                    text = f"{fault.id} ({fault.action} {fault.service}): undo failed: {error}"
+            else:
+                self._arm(fault, fault.due - now)
+                text = f"{fault.id} ({fault.action} {fault.service}) re-armed: {fault.undo_action} in {fault.due - now:.0f}s"
+            if restart is not None:
+                restart.add("faults", text)
+        self._save()
+
+    def _save(self) -> None:
+        if self.state_path is None:
+            return
+        with self._lock:
+            for fault_id in [i for i, f in self.live.items() if not f.active]:
+                del self.live[fault_id]
+            wire = [f.to_wire() for f in self.live.values()]
+        try:
+            write_state(self.state_path, wire)
+        except OSError as error:
+            log.error("saving the faults in force to %s failed: %s", self.state_path, error)
 
     def stop(self) -> None:
         """A stopping controller undoes what it broke: no container stays killed or paused."""
@@ -200,6 +274,7 @@ class FaultManager:
                     raise
                 fault.undone = time.time()  # it failed because its effect was already there
             self._event(f"{fault.service}: {spec.name} (undoing {fault.action} {fault.id})")
+        self._save()
 
     def _reached(self, service: str, spec) -> bool:
         try:

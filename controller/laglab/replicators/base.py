@@ -70,6 +70,9 @@ class Replicator:
     checks_unshaped: ClassVar[bool] = False
 
     label: ClassVar[str] = ""  # the kind in a reader's words (report.md, plots): "DTLE", "native"
+    # A run of this kind cut short by the controller's death: None, restore() of a new instance puts the
+    # lab's defaults back; else the command a person runs (the kind's state is in its agents, not here).
+    crash_repair: ClassVar[str | None] = None
 
     @classmethod
     def describe(cls, options: dict) -> str:

@@ -318,6 +318,8 @@ class Dtle(SourceToTarget):
     Consul's dtle/<job>/ tree is deleted before every start and after every stop: DTLE prefers a stale
     Gtid there over the job's own."""
 
+    crash_repair = REPAIR  # the hand-back resumes native from DTLE's record: the set-up job does it
+
     checks_unshaped = True
 
     kind = "dtle"

@@ -25,6 +25,7 @@ from ..platforms.base import Unsupported
 from ..replicators import KINDS, for_kind
 from ..results import Run, iso
 from . import bottleneck, environment, measure, report, summarise
+from .orphan import RunMarker
 from .recording import PointRecording
 from .search import judge
 from .spec import Plan, Point, describe_point
@@ -100,6 +101,8 @@ class ScenarioRun:
         self.cleanup_errors: list[dict] = []  # {step, error, repair?}: a cleanup step that failed
         self.environment: dict = {}  # environment.json, once described
         self._buffers_before: dict[str, dict[str, str]] = {}  # service -> TCP buffers before the run set them
+        # On disk while the run changes the lab: the next start ends it if the controller dies (orphan.py).
+        self._marker = RunMarker(getattr(lab, "state_dir", None), self.id, self.run.path)
 
     # --- status ---
     def as_json(self) -> dict:
@@ -166,6 +169,7 @@ class ScenarioRun:
 
     # --- the run ---
     def _main(self) -> None:
+        self._marker.write()
         self._set_status(RunStatus.RUNNING)
         self.run.write_json("scenario.json", {"plan": self.plan.model_dump(mode="json")})
         (self.run.path / "scenario.yaml").write_text(self._resolved_yaml())
@@ -214,6 +218,7 @@ class ScenarioRun:
                 report.render(self.run.path)
             except Exception as error:  # a report problem must not hide the run's own status
                 log.error("report for %s failed: %s", self.id, error)
+            self._marker.clear()
             self.step = "done"
 
     def _points(self):
@@ -339,6 +344,7 @@ class ScenarioRun:
             self._check(f"restoring {self.replicator.kind}")
             self.replicator.restore()
         if kind not in self.replicators:
+            self._marker.kind_used(kind)
             self.replicators[kind] = for_kind(kind, self.lab)
             self.replicator = self.replicators[kind]
             self._check(f"preparing data for {kind}")
@@ -427,6 +433,7 @@ class ScenarioRun:
                     )
                 if service not in self._buffers_before:
                     self._buffers_before[service] = tcp_buffers.read(self.lab.executor, container.pid)
+                    self._marker.buffers_before(service, self._buffers_before[service])
                 tcp_buffers.write(self.lab.executor, container.pid, asked.values())
         return {s: tcp_buffers.read(self.lab.executor, c.pid) for s, c in sorted(found.items()) if c.entered}
 

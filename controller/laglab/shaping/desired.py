@@ -8,12 +8,12 @@ backends get is `planned_entries()`: the entries and one blocking entry per part
 from __future__ import annotations
 
 import itertools
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..recovery import read_state, write_state
 from .impairment import Impairment
 from .plan import Entry
 
@@ -111,12 +111,9 @@ class DesiredState:
         return state
 
     @classmethod
-    def load(cls, path: Path) -> DesiredState:
-        return cls.from_wire(json.loads(path.read_text())) if path.exists() else cls()
+    def load(cls, path: Path, restart=None) -> DesiredState:
+        """The saved state; a file that cannot be read is set aside (recovery.read_state), never a crash."""
+        return cls.from_wire(read_state(path, restart, {}))
 
     def save(self, path: Path) -> None:
-        if not path.parent.is_dir():
-            path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.to_wire(), indent=1))
-        tmp.replace(path)
+        write_state(path, self.to_wire())

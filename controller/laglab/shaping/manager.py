@@ -71,8 +71,20 @@ class ShapingManager:
         return self.reconciler.workers
 
     # --- desired state ---
-    def load(self) -> None:
-        self.desired = DesiredState.load(self.state_path)
+    def load(self, restart=None) -> None:
+        """The saved state (one that cannot be read is set aside, never a crash loop), less what expired
+        while the controller was down: that is not applied even for a moment."""
+        self.desired = DesiredState.load(self.state_path, restart)
+        for text in self.desired.expire(time.time()):
+            if restart is not None:
+                restart.add("shaping", f"{text} (while the controller was down)")
+        if restart is not None:
+            for entry in self.desired.entries.values():
+                restart.add(
+                    "shaping", f"re-applied: {entry.service} -> {entry.peer or 'all'}: {present.settings_text(entry)}"
+                )
+            for partition in self.desired.partitions.values():
+                restart.add("shaping", f"re-applied: partition {partition.id}")
 
     def save(self) -> None:
         self.desired.save(self.state_path)
@@ -287,8 +299,8 @@ class ShapingManager:
             return present.requested(self.desired, lab, src, dst)
 
     # --- supervision ---
-    def start(self, interval: float = 0.5) -> None:
-        self.load()
+    def start(self, interval: float = 0.5, restart=None) -> None:
+        self.load(restart)
         try:
             self.apply(force=True)
         except (CommandError, OSError, PlatformError) as error:

@@ -269,7 +269,7 @@ def test_choosing_the_platform_and_backend():
 def test_the_controller_on_kubernetes_shapes_through_its_api(kube, tmp_path):
     environ = {"LAB_PLATFORM": "kubernetes", "KUBERNETES_API_URL": kube.url, "KUBERNETES_NAMESPACE": NS,
                "POD_NAME": "controller-6d5b8-abcde", "POD_UID": "uid-controller"}  # fmt: skip
-    app = create_app({"START_RECORDER": False, "SHAPING_STATE": str(tmp_path / "s.json")}, environ=environ)
+    app = create_app({"START_RECORDER": False, "STATE_DIR": str(tmp_path)}, environ=environ)
     try:
         client = authorized(app)
         health = client.get("/api/health").get_json()
@@ -345,7 +345,7 @@ def test_a_load_streams_through_exec_and_stops_with_pkill_in_loadgen(kube, platf
 def test_without_chaos_mesh_the_controller_starts_and_says_why_shaping_fails(kube, tmp_path):
     kube.chaos_mesh_installed = False
     environ = {"LAB_PLATFORM": "kubernetes", "KUBERNETES_API_URL": kube.url, "KUBERNETES_NAMESPACE": NS}
-    app = create_app({"START_RECORDER": False, "SHAPING_STATE": str(tmp_path / "s.json")}, environ=environ)
+    app = create_app({"START_RECORDER": False, "STATE_DIR": str(tmp_path)}, environ=environ)
     try:
         client = authorized(app)
         assert (
@@ -442,7 +442,7 @@ def test_throughput_on_kubernetes_runs_iperf3_in_the_pods_through_an_ephemeral_c
     debug does), waits for the kubelet to run it, and runs the iperf3 server there and the client in
     loadgen's own container; the next measurement reuses it."""
     environ = {"LAB_PLATFORM": "kubernetes", "KUBERNETES_API_URL": kube.url, "KUBERNETES_NAMESPACE": NS}
-    app = create_app({"START_RECORDER": False, "SHAPING_STATE": str(tmp_path / "s.json")}, environ=environ)
+    app = create_app({"START_RECORDER": False, "STATE_DIR": str(tmp_path)}, environ=environ)
 
     def answer(pod, argv):
         if argv[:2] == ["iperf3", "-c"]:

@@ -77,7 +77,7 @@ def shapers(kube, pods):
 def test_a_change_is_a_configmap_each_node_converges_its_own_pods_and_reports(kube, pods, shapers, tmp_path):
     environ = {"LAB_PLATFORM": "kubernetes", "SHAPING_BACKEND": "daemonset", "KUBERNETES_API_URL": kube.url,
                "KUBERNETES_NAMESPACE": NS}  # fmt: skip
-    app = create_app({"START_RECORDER": False, "SHAPING_STATE": str(tmp_path / "s.json")}, environ=environ)
+    app = create_app({"START_RECORDER": False, "STATE_DIR": str(tmp_path)}, environ=environ)
     try:
         for shaper in shapers.values():
             shaper.executor.ran.clear()

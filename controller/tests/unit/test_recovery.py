@@ -1,0 +1,149 @@
+"""#35.4: a controller that died (SIGKILL, the OOM killer) leaves nothing broken: the next start undoes
+or re-arms its faults, ends its run, does not re-apply what expired, and sets aside a state file it
+cannot read. The real crash is in tests/integration/test_crash_recovery.py; these drive each part with
+the fakes, starting a second manager over the first one's files as the restarted controller does."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from laglab.events import Events
+from laglab.executor import Executor
+from laglab.faults import FaultManager
+from laglab.problems import Problems
+from laglab.recovery import Restart
+from laglab.scenarios import orphan
+from laglab.shaping import backends
+from laglab.shaping.manager import ShapingManager
+from laglab.shaping.params import parse_request
+
+from .fakes import FakePlatform
+from .test_manager import LAB
+
+
+def platform():
+    return FakePlatform.running_services("mysql-source", "mysql-target", "loadgen")
+
+
+def test_a_paused_container_is_re_armed_after_a_crash_and_undone_when_its_time_ran_out(tmp_path):
+    lab = platform()
+    state = tmp_path / "faults.json"
+    first = FaultManager(lab, events=Events(), settle_timeout=2, state_path=state)
+    fault = first.inject("mysql-target", "pause", duration=600)
+    fault._timer.cancel()  # SIGKILL: the timer dies with the process
+    assert lab.paused["mysql-target"] and json.loads(state.read_text())[0]["id"] == fault.id
+
+    restart = Restart()
+    second = FaultManager(lab, events=Events(), settle_timeout=2, state_path=state)
+    second.recover(restart)
+    (again,) = second.active()
+    assert again.id == fault.id and lab.paused["mysql-target"], "re-armed, not undone early"
+    assert restart.faults == [f"{fault.id} (pause mysql-target) re-armed: unpause in 600s"]
+    again._timer.cancel()
+    assert second.inject("mysql-source", "restart").id == "f2"  # ids go on after the restart
+
+    # Its time runs out while the controller is down: undone at the next start.
+    items = json.loads(state.read_text())
+    items[0]["effect"] = items[0]["asked"] = time.time() - 601
+    state.write_text(json.dumps(items))
+    later = Restart()
+    third = FaultManager(lab, events=Events(), settle_timeout=2, state_path=state)
+    third.recover(later)
+    assert not lab.paused["mysql-target"] and third.active() == []
+    assert later.faults[0].endswith("undone: its 600s ran out while the controller was down")
+    assert json.loads(state.read_text()) == []
+
+
+def test_a_fault_pushed_out_of_the_history_can_still_be_undone(tmp_path):
+    lab = platform()
+    faults = FaultManager(lab, events=Events(), keep=3, settle_timeout=2, state_path=tmp_path / "f.json")
+    paused = faults.inject("mysql-target", "pause", duration=600)
+    for _ in range(5):
+        faults.inject("mysql-source", "restart")
+    assert paused.id not in [f["id"] for f in faults.listing()["recent"]]
+    assert [f["id"] for f in faults.listing()["active"]] == [paused.id]
+    assert faults.undo(paused.id) is paused and not lab.paused["mysql-target"]
+
+
+def test_shaping_that_expired_while_the_controller_was_down_is_not_applied_even_for_a_moment(tmp_path):
+    state = tmp_path / "shaping.json"
+    first = ShapingManager(FakePlatform(LAB), Executor(dry_run=True), backends.KernelBackend(), state)
+    first.put("mysql-source", parse_request({"delay": "77ms", "duration": "60s"}))
+    first.put("mysql-target", parse_request({"delay": "33ms"}))
+    saved = json.loads(state.read_text())
+    for entry in saved["entries"]:
+        if entry.get("expires_at"):
+            entry["expires_at"] = time.time() - 1
+    state.write_text(json.dumps(saved))
+
+    restart = Restart()
+    second = ShapingManager(FakePlatform(LAB), Executor(dry_run=True), backends.KernelBackend(), state)
+    second.start(interval=60, restart=restart)
+    second.stop(clear_kernel=False)
+    ran = [" ".join(argv) for argv in second.executor.ran]
+    assert not any("77ms" in line for line in ran), "the expired entry was applied"
+    assert any("33ms" in line for line in ran)
+    assert restart.shaping[0] == "mysql-source -> all: duration over, cleared (while the controller was down)"
+
+
+def test_an_unreadable_shaping_file_is_set_aside_not_a_crash_loop(tmp_path):
+    state = tmp_path / "shaping.json"
+    state.write_text('{"entries": [')
+    restart = Restart()
+    manager = ShapingManager(FakePlatform(LAB), Executor(dry_run=True), backends.KernelBackend(), state)
+    manager.start(interval=60, restart=restart)
+    manager.stop(clear_kernel=False)
+    kept = list(tmp_path.glob("shaping.json.unreadable-*"))
+    assert len(kept) == 1 and kept[0].read_text() == '{"entries": ['
+    assert (
+        manager.entries == {} and "could not be read" in restart.set_aside[0] and kept[0].name in restart.set_aside[0]
+    )
+
+
+class Lab:
+    """What orphan.recover uses of app.Lab."""
+
+    def __init__(self, tmp_path, platform):
+        self.state_dir = tmp_path
+        self.platform = platform
+        self.executor = Executor(dry_run=True)
+        self.problems = Problems()
+        self.cleared = 0
+
+        class Shaping:
+            @staticmethod
+            def clear():
+                self.cleared += 1
+
+        self.shaping = Shaping()
+
+
+def test_a_run_cut_short_by_a_crash_is_ended_at_the_next_start(tmp_path):
+    results = tmp_path / "results" / "20261126T000000Z-x"
+    results.mkdir(parents=True)
+    (results / "summary.json").write_text(json.dumps({"id": results.name, "status": "running", "points": [{}]}))
+    marker = orphan.RunMarker(tmp_path, results.name, results)
+    marker.write()
+    marker.kind_used("dtle")
+    marker.buffers_before("mysql-target", {"wmem": "4096 16384 4194304", "rmem": "4096 131072 6291456"})
+    # pkill's exit code: 0 when it matched a process, 1 when none (procps pkill(1))
+    fake = platform()
+    fake.execs["loadgen"] = lambda argv: (0, b"") if argv[-1] == "sysbench" else (1, b"")
+    lab = Lab(tmp_path, fake)
+    restart = Restart()
+    orphan.recover(lab, restart)
+
+    assert ("loadgen", ["pkill", "-TERM", "-x", "sysbench"], None) in fake.ran
+    assert lab.cleared == 1
+    assert any("net.ipv4.tcp_wmem=4096 16384 4194304" in " ".join(argv) for argv in lab.executor.ran)
+    summary = json.loads((results / "summary.json").read_text())
+    assert summary["status"] == "interrupted" and summary["reason"].startswith("the controller stopped during the run")
+    assert summary["points"] == [{}], "what the run measured is kept"
+    assert [p["problem"] for p in lab.problems.current()] == ["dtle-interrupted-run"]
+    assert lab.problems.current()[0]["repair"] == "make up PROFILE=dtle"
+    assert restart.run.startswith(f"run {results.name} interrupted: load stopped (sysbench); shaping cleared")
+    assert not (tmp_path / "run.json").exists()
+    again = Restart()
+    orphan.recover(lab, again)
+    assert again.run is None and lab.cleared == 1, "a clean start ends nothing"
