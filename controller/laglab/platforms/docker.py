@@ -10,6 +10,8 @@ from __future__ import annotations
 import io
 import logging
 import os
+import socket
+import struct
 import tarfile
 import threading
 import time
@@ -25,10 +27,12 @@ SHAPED_LABEL = "laglab.shaped"  # "never": the measuring apparatus and set-up jo
 class DockerPlatform:
     name = "docker"
 
-    def __init__(self, project: str, client=None, proc: str = "/proc"):
+    def __init__(self, project: str, client=None, proc: str = "/proc", socket_path: str | None = None):
         self.project = project
         self._client = client
         self._proc = proc
+        self._socket_path = socket_path  # the Docker API's unix socket (None: from DOCKER_HOST)
+        self._daemon: tuple[float, int] | None = None  # (monotonic time, the daemon's PID) from the socket
         self._ids_by_pid: dict[int, str] = {}
         self._processes: dict[str, tuple[str, int, bool, int]] = {}  # id -> (state, PID, running, start time)
         self._bridge: Bridge | None = None
@@ -271,19 +275,42 @@ class DockerPlatform:
             raise RuntimeError(f"no 'lab' network of compose project {self.project!r}")
         network = labelled[0]
         name = (network.attrs.get("Options") or {}).get("com.docker.network.bridge.name") or f"br-{network.id[:12]}"
-        for entry in sorted(os.listdir(self._proc), key=lambda e: (len(e), e)):
-            if entry.isdigit() and self._is_bridge_holder(int(entry), name):
-                self._bridge, self._bridge_checked = Bridge(name, int(entry)), time.monotonic()
-                return self._bridge
-        raise RuntimeError(f"no dockerd process whose network namespace holds {name} (is the controller's pid: host?)")
+        pid = self.daemon_pid()
+        if not self._is_bridge_holder(pid, name):
+            raise RuntimeError(
+                f"the Docker daemon (PID {pid}, the peer of its API socket) has no {name} in its network namespace "
+                "(is the controller's pid: host?)"
+            )
+        self._bridge, self._bridge_checked = Bridge(name, pid), time.monotonic()
+        return self._bridge
+
+    def daemon_pid(self) -> int:
+        """The Docker daemon's PID as the controller sees it (pid: host): the peer of the API's unix socket
+        (SO_PEERCRED, which the kernel fills in). A process's name is no proof: any user can start one
+        called dockerd in a network namespace of its own (unshare -Urn) with a device of the bridge's name."""
+        if self._daemon is not None and time.monotonic() - self._daemon[0] < 1.0:
+            return self._daemon[1]  # asked on every entry into the bridge's namespace: once a second at most
+        path = self._socket_path
+        if path is None:
+            host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+            if not host.startswith("unix://"):
+                raise RuntimeError(f"DOCKER_HOST={host}: the daemon's process is known only through a unix socket")
+            path = host.removeprefix("unix://")
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(5)
+            conn.connect(path)
+            pid, _uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+        self._daemon = (time.monotonic(), pid)
+        return pid
 
     def _is_bridge_holder(self, pid: int, name: str) -> bool:
-        """dockerd, and its namespace has the bridge (/proc/PID/net/dev lists that namespace's devices)."""
+        """The daemon (its socket's peer), and its namespace has the bridge (/proc/PID/net/dev lists that
+        namespace's devices)."""
         try:
-            with open(f"{self._proc}/{pid}/comm") as comm, open(f"{self._proc}/{pid}/net/dev") as devices:
-                return comm.read().strip() == "dockerd" and any(
-                    line.split(":", 1)[0].strip() == name for line in devices
-                )
+            if pid != self.daemon_pid():
+                return False
+            with open(f"{self._proc}/{pid}/net/dev") as devices:
+                return any(line.split(":", 1)[0].strip() == name for line in devices)
         except OSError:
             return False
 

@@ -122,3 +122,58 @@ def test_a_recycled_pid_is_never_entered(tmp_path):
     with pytest.raises(NamespaceGone):
         executor.run(["ip", "link"], netns_pid=999)  # a PID Docker never gave this project
     assert executor.ran == [["nsenter", "--target=4321", "--net", "--", "tc", "qdisc", "show"]]
+
+
+def test_the_docker_daemon_is_the_peer_of_its_socket_not_any_process_named_dockerd(tmp_path):
+    """#35.5: any user can start a process called dockerd in a network namespace of its own (unshare
+    -Urn) holding a device of the bridge's name; the kernel's SO_PEERCRED on the API socket names the
+    real daemon. Here the daemon is this test process, listening on a unix socket."""
+    import os
+    import socket as sockets
+    import threading
+
+    path = str(tmp_path / "docker.sock")
+    server = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
+    server.bind(path)
+    server.listen(8)
+
+    def serve():
+        try:
+            while True:
+                server.accept()[0].close()
+        except OSError:  # closed at the end of the test
+            pass
+
+    threading.Thread(target=serve, daemon=True).start()
+    proc = tmp_path / "proc"
+    impostor = 7  # a lower PID than ours: the old /proc walk met it first
+    for pid in (impostor, os.getpid()):
+        (proc / str(pid) / "net").mkdir(parents=True)
+        (proc / str(pid) / "comm").write_text("dockerd\n")
+        (proc / str(pid) / "net" / "dev").write_text("Inter-|\n face |\n  br-lab0: 0 0\n")
+
+    class Network:
+        id, attrs = (
+            "n" * 64,
+            {"Labels": {"com.docker.compose.network": "lab"}, "Options": {"com.docker.network.bridge.name": "br-lab0"}},
+        )
+
+    class Client:
+        class networks:
+            @staticmethod
+            def list(filters):
+                return [Network()]
+
+    platform = DockerPlatform("laglab", client=Client(), proc=str(proc), socket_path=path)
+    try:
+        assert platform.daemon_pid() == os.getpid()
+        assert platform.bridge().pid == os.getpid()
+        assert platform.owns(os.getpid()) and not platform._is_bridge_holder(impostor, "br-lab0")
+        (proc / str(os.getpid()) / "net" / "dev").write_text("Inter-|\n face |\n  eth0: 0 0\n")
+        platform._bridge, platform._daemon = None, None
+        with pytest.raises(RuntimeError) as caught:
+            platform.bridge()  # the daemon lost the bridge: refused, never the impostor's namespace
+        assert "peer of its API socket" in str(caught.value)
+    finally:
+        server.shutdown(sockets.SHUT_RDWR)
+        server.close()
