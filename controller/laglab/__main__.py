@@ -46,8 +46,9 @@ def serve() -> int:
     host, _, port = os.environ.get("CONTROLLER_LISTEN", "0.0.0.0:8080").rpartition(":")
     print(f"laglab controller on {host}:{port}; results in {lab.run.path if lab.run else '-'}", flush=True)
     # Bounded at the socket too: waitress would otherwise buffer up to 1 GiB of body before Flask sees it.
+    # Twice the API's limit there, so that a body just over it gets the API's own error shape (api/access).
     waitress_serve(
-        app, host=host, port=int(port), threads=8, ident="laglab", max_request_body_size=MAX_BODY_BYTES,
+        app, host=host, port=int(port), threads=8, ident="laglab", max_request_body_size=2 * MAX_BODY_BYTES,
         max_request_header_size=65536, channel_timeout=60,
     )  # fmt: skip
     return 0

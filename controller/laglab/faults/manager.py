@@ -182,7 +182,10 @@ class FaultManager:
             with self._lock:
                 self.recent.append(fault)
                 self.live[fault.id] = fault
-            if fault.due <= now:
+            if not self._reached(fault.service, ACTIONS[fault.action]):
+                fault.undone = now  # someone (make up unpauses what compose cannot start past) undid it
+                text = f"{fault.id} ({fault.action} {fault.service}) found undone already"
+            elif fault.due <= now:
                 try:
                     self._undo(fault)
                     text = f"{fault.id} ({fault.action} {fault.service}) undone: its {fault.duration:g}s ran out while the controller was down"
@@ -236,10 +239,16 @@ class FaultManager:
             self.platform.act(service, spec.name)
         except Unsupported as error:
             raise FaultError(Kind.INVALID, str(error)) from None
-        except PlatformError as error:  # the platform's API refused: its words
-            raise FaultError(Kind.FAILED, f"action: {spec.name} failed: {error}") from None
         except Exception as error:
-            raise FaultError(Kind.FAILED, f"action: {spec.name} failed: {type(error).__name__}") from None
+            # The state changed between the check and the call (another request, a crash, Docker's restart
+            # policy): Docker then refuses with 409, which is the lab's conflict, not a failure.
+            moved = self._state_now(service)
+            if moved is not None and not spec.needs(moved):
+                raise FaultError(
+                    Kind.CONFLICT, f"service: {service} is not {spec.needs_text} (it is {moved.text})"
+                ) from None
+            words = str(error) if isinstance(error, PlatformError) else type(error).__name__  # the platform's words
+            raise FaultError(Kind.FAILED, f"action: {spec.name} failed: {words}") from None
         return poll(
             lambda: spec.reached(self.platform.state(service)) and time.time(),
             self.settle_timeout,
@@ -248,6 +257,12 @@ class FaultManager:
                 Kind.TIMED_OUT, f"action: {spec.name} did not take effect within {self.settle_timeout:g}s"
             ),
         )
+
+    def _state_now(self, service: str):
+        try:
+            return self.platform.state(service)
+        except Exception:
+            return None
 
     def _undo_due(self, fault: Fault) -> None:
         try:

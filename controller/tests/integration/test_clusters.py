@@ -243,7 +243,7 @@ def test_the_dashboard_draws_a_lag_line_per_member(clusters_up, api, settings, b
     """Each member's own lag is a line of the lag chart with its colour in the legend: a held Galera
     member's line climbs while its peer's stays near 0."""
     node2, node3 = galera_pair(settings)
-    browser.get(api.base + "/")
+    browser.get(api.base + "/#token=" + api.token)
     wait = WebDriverWait(browser, 30)
     members = "return Object.keys(window.laglab.nodes).sort()"
     wait.until(lambda d: {node2.name, node3.name} <= set(d.execute_script(members)))

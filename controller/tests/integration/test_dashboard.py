@@ -13,7 +13,7 @@ from .conftest import ROOT, wait_until
 
 def test_dashboard_shows_lag_and_sets_shaping(api, browser):
     api.delete("/api/shaping", timeout=60)
-    browser.get(api.base + "/")
+    browser.get(api.base + "/#token=" + api.token)
     wait = WebDriverWait(browser, 30)
     wait.until(lambda d: d.execute_script("return window.laglab.points.filter(p => p.lag !== null).length") > 20)
     wait.until(lambda d: len(Select(d.find_element(By.ID, "f-service")).options) >= 3)
@@ -49,7 +49,7 @@ def test_a_burst_of_markers_is_one_labelled_group_with_every_event_on_hover(api,
     """Five shaping changes within a second drew five letters on top of each other: now one line
     labelled with a count, and hovering it lists all five."""
     api.delete("/api/shaping", timeout=60)
-    browser.get(api.base + "/")
+    browser.get(api.base + "/#token=" + api.token)
     wait = WebDriverWait(browser, 30)
     wait.until(lambda d: d.execute_script("return window.laglab.points.filter(p => p.lag !== null).length") > 5)
     delays = ["11ms", "12ms", "13ms", "14ms", "15ms"]
@@ -77,7 +77,7 @@ def test_a_burst_of_markers_is_one_labelled_group_with_every_event_on_hover(api,
 def test_dashboard_presets_faults_and_the_lag_split(api, browser):
     """A preset fills the shaping form (half its round trip, its up rate); a fault injected from the
     panel is listed as active and undone after its duration; the split chart has samples (MySQL)."""
-    browser.get(api.base + "/")
+    browser.get(api.base + "/#token=" + api.token)
     wait = WebDriverWait(browser, 30)
     wait.until(lambda d: len(Select(d.find_element(By.ID, "f-preset")).options) > 10)
     Select(browser.find_element(By.ID, "f-preset")).select_by_value("dsl")
@@ -130,7 +130,7 @@ def test_metrics_match_the_api(api):
 
 
 def test_dashboard_shows_a_partition_heals_it_and_starts_a_shipped_timeline_scenario(api, browser):
-    browser.get(api.base + "/")
+    browser.get(api.base + "/#token=" + api.token)
     wait = WebDriverWait(browser, 30)
     made = api.post("/api/partitions", json={"a": ["loadgen"], "b": ["mysql-target"]}, timeout=60)
     assert made.status_code == 201, made.text

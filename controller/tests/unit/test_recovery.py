@@ -147,3 +147,27 @@ def test_a_run_cut_short_by_a_crash_is_ended_at_the_next_start(tmp_path):
     again = Restart()
     orphan.recover(lab, again)
     assert again.run is None and lab.cleared == 1, "a clean start ends nothing"
+
+
+def test_a_container_that_stops_between_the_check_and_the_call_is_a_conflict_not_a_failure():
+    """Seen in the conformance run: Docker answers a kill of a container that another request had just
+    killed with 409 ('container ... is not running'), which came out as our 502."""
+    import dataclasses
+
+    from laglab.errors import status_of
+    from laglab.faults import FaultError
+    from laglab.platforms import PlatformError
+
+    class Racing(FakePlatform):
+        def act(self, service, action):
+            self.lab[service] = dataclasses.replace(self.lab[service], running=False)  # someone else's kill
+            raise PlatformError(f"409 Client Error: Conflict (container {service} is not running)")
+
+    lab = Racing.running_services("mysql-target")
+    faults = FaultManager(lab, settle_timeout=2)
+    try:
+        faults.inject("mysql-target", "kill")
+    except FaultError as error:
+        assert status_of(error) == 409 and error.message == "service: mysql-target is not running (it is exited)"
+    else:
+        raise AssertionError("a refused kill was taken for done")
