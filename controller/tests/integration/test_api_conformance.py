@@ -19,7 +19,7 @@ def test_the_api_conforms_to_its_own_document(api, compose, tmp_path):
     argv = [
         str(Path(sys.executable).with_name("schemathesis")), "--config-file", str(HERE / "schemathesis.toml"),
         "run", f"{api.base}/api/openapi.json", "--checks", "all", "--max-examples", "50", "--seed", "1",
-        "--generation-database", "none", "--request-timeout", "60", "--no-color",
+        "--generation-database", "none", "--request-timeout", "60", "--max-response-time", "30", "--no-color",
         "--report", "junit", "--report-dir", str(tmp_path),
     ]  # fmt: skip
     if api.token:
