@@ -6,6 +6,7 @@ from flask import Blueprint
 from ..errors import ApiError
 from ..openapi import operation
 from ..platforms import PlatformError
+from ..platforms.base import measurable
 from ..shaping import verify
 from ..shaping.params import SERVICE_PATTERN, parse_request, valid_service
 from . import models, parts
@@ -112,6 +113,10 @@ def _verify(body: models.VerifyBody) -> dict:
     for field, name in (("from", body.from_), ("to", body.to)):
         if name not in lab or not lab[name].running or not lab[name].ip:
             raise ApiError(404, f"{field}: no running service {name!r} in this lab")
+        if not measurable(lab[name]):
+            raise ApiError(
+                409, f"{field}: {name} is the lab's apparatus (the controller or a set-up job); not measured"
+            )
         ends[field] = lab[name]
     if ends["from"].service == ends["to"].service:
         raise ApiError(422, "to: must differ from 'from'")

@@ -136,6 +136,13 @@ class Platform(Protocol):
 
 
 ACTIONS = ("kill", "stop", "start", "restart", "pause", "unpause")
+LOADGEN = "loadgen"  # the load's client: apparatus, yet its TCP buffers and links are the load's own
+
+
+def measurable(container: LabContainer) -> bool:
+    """Whether the lab may measure through (or tune) this container's network namespace: the services
+    under test and loadgen, never the controller (its own namespace holds the shaping) or a set-up job."""
+    return container.shapeable or container.service == LOADGEN
 
 
 def running_of(found: dict[str, LabContainer], services: tuple[str, ...], hint: str) -> list[LabContainer]:

@@ -21,7 +21,7 @@ import yaml
 
 from .. import tcp_buffers
 from ..hostload import HostLoad
-from ..platforms.base import Unsupported
+from ..platforms.base import Unsupported, measurable
 from ..replicators import KINDS, for_kind
 from ..results import Run, iso
 from . import bottleneck, environment, measure, report, summarise
@@ -426,6 +426,11 @@ class ScenarioRun:
             self._check("setting TCP buffers")
             for service in asked.services:
                 container = found.get(service) or self.lab.platform.running(service, hint="tcp_buffers.services")[0]
+                if not measurable(container):
+                    raise Unsupported(
+                        f"tcp_buffers.services: {service} is the lab's apparatus (the controller or a set-up job); "
+                        "its namespace is not tuned"
+                    )
                 if not container.entered:
                     raise Unsupported(
                         "tcp_buffers: set only where the controller enters the containers (Docker); on Kubernetes "

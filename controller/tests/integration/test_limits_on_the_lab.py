@@ -49,3 +49,10 @@ def post(api, data, chunked: bool = False) -> int:
         # over the API's limit: its own error; over twice that, waitress stops it at the socket
         assert error.code != 413 or chunked or b"limit body" in body, body[:200]
         return error.code
+
+
+def test_verify_never_measures_through_the_controllers_own_namespace(api):
+    answer = api.post("/api/verify", json={"from": "controller", "to": "mysql-target", "throughput": False})
+    assert answer.status_code == 409 and answer.json()["error"].startswith("from: controller is the lab's apparatus")
+    fine = api.post("/api/verify", json={"from": "loadgen", "to": "mysql-source", "throughput": False})
+    assert fine.status_code == 200, fine.text

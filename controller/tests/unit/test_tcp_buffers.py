@@ -58,7 +58,8 @@ class FakeExecutor:
 
 def lab(entered=True):
     pids = {"mysql-source": 101, "mysql-target": 102, "loadgen": 103, "controller": 104}
-    found = {s: LabContainer(s, f"laglab-{s}-1", s, pid if entered else 0, "172.18.0.2", True, entered=entered)
+    found = {s: LabContainer(s, f"laglab-{s}-1", s, pid if entered else 0, "172.18.0.2", True,
+                             shapeable=s not in ("controller", "loadgen"), entered=entered)
              for s, pid in pids.items()}  # fmt: skip
     platform = SimpleNamespace(list=lambda max_age=0.0: found, running=lambda *s, hint="": [found[x] for x in s])
     return SimpleNamespace(platform=platform, executor=FakeExecutor(pids.values()))
@@ -95,6 +96,17 @@ def test_where_the_controller_enters_no_namespace_the_knob_is_refused_naming_it(
     run = scenario_runs(load_text(SCENARIO), lab(entered=False), SCENARIO)
     with pytest.raises(Unsupported, match=r"^tcp_buffers: set only where the controller enters the containers"):
         run._tcp_buffers(run.plan.points[0])
+
+
+def test_the_controllers_own_namespace_is_never_tuned(scenario_runs):
+    """#35.5: the controller's namespace holds the shaping and the measurements; a scenario's
+    tcp_buffers.services may name the servers and loadgen, not it."""
+    text = "name: x\ntcp_buffers: {wmem: 4096 16384 64MiB, services: [controller]}\n"
+    the_lab = lab()
+    run = scenario_runs(load_text(text), the_lab, text)
+    with pytest.raises(Unsupported, match=r"^tcp_buffers.services: controller is the lab's apparatus"):
+        run._tcp_buffers(run.plan.points[0])
+    assert the_lab.executor.values[104]["wmem"] == "4096 16384 4194304"
 
 
 def test_they_sweep():
