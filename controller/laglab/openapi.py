@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from .api.models import PATTERN_MESSAGES, Error
 from .errors import ApiError, bad_request
+from .limits import LIMITS
 
 OPEN_PATHS = ("/api/health", "/api/openapi.json", "/metrics", "/")
 REF = "#/components/schemas/{model}"
@@ -189,7 +190,9 @@ def document() -> dict:
             "title": "laglab controller",
             "version": "0.2.0",
             "description": "400: the request does not match this document (the message names the field). "
-            "422: it matches, but a value is out of range or breaks a rule across fields.",
+            "422: it matches, but a value is out of range or breaks a rule across fields. Limits (a request over "
+            "one is refused at once, naming it): "
+            + "; ".join(f"{lim.name} {lim.value} {lim.unit}: {lim.what}" for lim in LIMITS.values()),
         },
         "paths": paths,
         "components": {

@@ -173,3 +173,10 @@ def test_the_controllers_memory_is_bounded_as_the_docs_say():
 
     compose = yaml.safe_load((DOCS.parent / "compose.yaml").read_text())
     assert compose["services"]["controller"]["mem_limit"] == f"{limits.CONTROLLER_MEMORY // 1024}g"
+
+
+def test_the_openapi_document_states_every_limit():
+    from laglab.openapi import document
+
+    text = document()["info"]["description"]
+    assert all(f"{limit.name} {limit.value} {limit.unit}" in text for limit in limits.LIMITS.values())
