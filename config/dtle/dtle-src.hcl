@@ -5,6 +5,7 @@ data_dir   = "/dtle/var/lib/nomad"
 plugin_dir = "/dtle/usr/share/dtle/nomad-plugin"
 bind_addr  = "0.0.0.0"
 log_level  = "Info"
+log_file   = "/dtle/var/log/nomad/"
 disable_update_check = true
 
 ports {

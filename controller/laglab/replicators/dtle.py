@@ -35,6 +35,12 @@ class JobOptions:
     gtid: str = ""  # "" = full copy, then incremental
 
 
+# Nomad's log_file given a directory writes nomad-<timestamp>.log there, the dtle plugin's lines among
+# them; DTLE's own example config sets this directory (actiontech/dtle docker-images/example/
+# nomad-docker.hcl). Without log_file, 4.22.11.0 wrote no file at all (issue #42).
+AGENT_LOG_DIR = "/dtle/var/log/nomad"
+
+
 def agent_config(name: str, server: bool, consul: str = "consul:8500") -> str:
     """nomad.hcl for one agent; `name` is its compose service (also its Nomad node name)."""
     server_block = (
@@ -49,6 +55,7 @@ data_dir   = "/dtle/var/lib/nomad"
 plugin_dir = "/dtle/usr/share/dtle/nomad-plugin"
 bind_addr  = "0.0.0.0"
 log_level  = "Info"
+log_file   = "{AGENT_LOG_DIR}/"
 disable_update_check = true
 
 ports {{
@@ -274,6 +281,10 @@ def _why(error: Exception) -> str:
     return f"{type(error).__name__}: {text[:120]}"
 
 
+class AgentUnreachable(DriverError):
+    """An agent did not answer for longer than the point allows (replicator.unreachable_seconds)."""
+
+
 class HandBackFailed(DriverError):
     """DTLE could not hand the target back to native replication: the replica stays stopped and held.
     `problem`, `repair` and `repaired` put it on /api/health until the repair has run."""
@@ -303,6 +314,9 @@ class DtleOptions(BaseModel):
     group_timeout_ms: Annotated[int | Literal["auto"], BeforeValidator(_group_timeout)] = 100
     repl_chan_buffer_size: int = Field(32, ge=1, le=100_000)
     chunk_size: int = Field(2000, ge=1, le=1_000_000)
+    # An agent that answers nothing (its /metrics) this long fails the wait it holds up at once, with
+    # the reason: a killed dtle-dst used to cost a 120 s catch-up wait and a 300 s hand-back wait.
+    unreachable_seconds: int = Field(30, ge=5, le=3600, description="seconds an agent may not answer")
 
 
 class Dtle(SourceToTarget):
@@ -329,7 +343,10 @@ class Dtle(SourceToTarget):
     default_link = ("dtle-src", "dtle-dst")  # the agents' NATS link (the reference shaped it)
     HANDOVER_TIMEOUT = 300.0
 
-    def __init__(self, parts: Parts, nomad: Nomad | None = None, http=None, consul=None, native=None, sleep=time.sleep):
+    def __init__(
+        self, parts: Parts, nomad: Nomad | None = None, http=None, consul=None, native=None, sleep=time.sleep,
+        clock=time.monotonic,
+    ):  # fmt: skip
         import requests
 
         super().__init__(parts)
@@ -338,8 +355,13 @@ class Dtle(SourceToTarget):
         self.consul = consul or Consul(http=self.http)
         self.native = native or (NativeLink(parts.source, parts.target) if parts is not None else None)
         self.sleep = sleep
+        self.clock = clock
         self.running = False
         self.applied: str | None = None  # DTLE's Gtid at the last stop: where native resumed
+        self.unreachable_seconds: float | None = None  # the running point's bound (None: not watched)
+        self._answered: dict[str, float] = {}  # agent -> when it last answered (clock)
+        self._silence: dict[str, str] = {}  # agent -> why it did not answer
+        self._probed = float("-inf")
 
     def _inside(self, name: str) -> tuple[str, int, str, str]:
         return (name, 3306, "root", self.parts.settings.MYSQL_ROOT_PASSWORD)
@@ -366,6 +388,7 @@ class Dtle(SourceToTarget):
         seen = [""]
 
         def covered() -> str | None:
+            self._watch_agents()
             seen[0] = self.consul.get(key) or ""
             return seen[0] if seen[0] and self.native.subset(wanted, seen[0]) else None
 
@@ -398,13 +421,13 @@ class Dtle(SourceToTarget):
         return applied
 
     def agent_logs(self, lines: int = 5) -> str:
-        """The tail of each agent's own DTLE log. DTLE writes it under /var/log/dtle in its container, not to
-        stdout, so a job's error never reaches `docker compose logs`: a failure quotes it instead."""
+        """The tail of each agent's log file (agent_config's log_file: Nomad's and the dtle plugin's lines),
+        which a failure quotes."""
         out = []
         for agent in AGENTS:
             try:
                 _code, text = self.parts.platform.exec(
-                    agent, ["sh", "-c", f"tail -q -n {int(lines)} /var/log/dtle/*.log 2>/dev/null"]
+                    agent, ["sh", "-c", f"tail -q -n {int(lines)} {AGENT_LOG_DIR}/nomad-*.log 2>/dev/null"]
                 )
                 tail = (text or b"").decode(errors="replace").strip()
             except Exception as error:  # the agent is down: that is the news
@@ -457,6 +480,8 @@ class Dtle(SourceToTarget):
             body = job(JOB_ID, schemas, self._inside("mysql-source"), self._inside("mysql-target"), options)
             self.nomad.submit(body)
             self.running = True
+            self.unreachable_seconds = replicator.unreachable_seconds
+            self._answered, self._silence, self._probed = {}, {}, float("-inf")
             try:
                 self.nomad.wait_running(JOB_ID, 120)
             except DriverError as error:
@@ -470,6 +495,7 @@ class Dtle(SourceToTarget):
         mark = recorder.written_seq + 1
 
         def arrived() -> bool:
+            self._watch_agents()
             latest = recorder.samples[-1] if recorder.samples else None
             return latest is not None and latest.heartbeat_seq is not None and latest.heartbeat_seq >= mark
 
@@ -477,6 +503,34 @@ class Dtle(SourceToTarget):
             arrived, timeout, interval=0.2, sleep=sleep or self.sleep,
             timed_out=lambda: RuntimeError(f"dtle did not catch up within {timeout:g}s"),
         )  # fmt: skip
+
+    def _watch_agents(self) -> None:
+        """Each agent's /metrics, probed once a second at most while a wait runs: one silent for longer than
+        unreachable_seconds ends the wait now, naming it and why (the lab's event and the run's reason)."""
+        import requests
+
+        if self.unreachable_seconds is None:
+            return
+        now = self.clock()
+        if now - self._probed < 1.0:
+            return
+        self._probed = now
+        for agent in AGENTS:
+            try:
+                response = self.http.get(f"http://{agent}:8190/metrics", timeout=2)
+                if response.status_code == 200:
+                    self._answered[agent] = now
+                    self._silence.pop(agent, None)
+                    continue
+                self._silence[agent] = f"HTTP {response.status_code}"
+            except requests.RequestException as error:
+                self._silence[agent] = _why(error)
+            silent = now - self._answered.setdefault(agent, now)
+            if silent > self.unreachable_seconds:
+                raise AgentUnreachable(
+                    f"{agent} has not answered for {silent:.0f}s ({self._silence[agent]}); "
+                    f"replicator.unreachable_seconds is {self.unreachable_seconds:g}"
+                )
 
     def sample(self) -> dict:
         """Both agents' figures; an agent that does not answer is a gap with its reason (DTLE resumes

@@ -639,12 +639,20 @@ def replicator_lines(summary: dict) -> list[str]:
         "|---|---|---|---|---|",
     ]
     gap_lines = []
+    uncounted = False
     for p in points:
         m = p["replicator_metrics"]
         params = words.params(p["params"])
+        # A counter that read 0 while the other direction carried data was not counted, not silent: a real
+        # DTLE 4.22 agent's dtle-dst kept dtle_network_out_bytes at 0 in every point (issue #42).
+        back = m.get("back_mbit")
+        if not back and m.get("forward_mbit"):
+            back, uncounted = "not counted", True
+        else:
+            back = _fmt(back)
         lines.append(
             f"| {p['point']} | {params} | {_fmt(p.get('max_lag_seconds'))} | {_fmt(m.get('max_delay_seconds'), 0)} | "
-            f"{_fmt(m.get('forward_mbit'))} / {_fmt(m.get('back_mbit'))} |"
+            f"{_fmt(m.get('forward_mbit'))} / {back} |"
         )
         for gap in m.get("gaps") or []:
             seconds = gap["to"] - gap["from"]
@@ -653,6 +661,13 @@ def replicator_lines(summary: dict) -> list[str]:
                 f"{gap['reason']}; its figures have a gap there"
             )
     lines += ["", "Forward: what the source side sent towards the target side; back: its replies."]
+    if uncounted:
+        lines += [
+            "",
+            'Back "not counted": the replicator reported 0 bytes sent back while it sent data forward (DTLE 4.22\'s '
+            "dtle-dst does not count its replies). The lab's own counters of that link are in links.csv "
+            "(rows `link`, service = the target side).",
+        ]
     if gap_lines:
         lines += ["", "Gaps in the replicator's figures:", "", *gap_lines]
     return lines

@@ -4,6 +4,7 @@ caught-up on a delayed link, and no transaction lost or replayed across the hand
 
 import contextlib
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -204,14 +205,47 @@ class Lab:
         self.recorder = FakeRecorder()
 
 
-def driver_in(world):
+class FakeAgentsHttp:
+    """The agents' /metrics as requests sees them: 200 with DTLE's series while an agent runs; once
+    dtle-dst is killed, Docker's DNS no longer resolves its name, and requests raises what it raised
+    against the real agent (issue #42: 'dtle-dst did not answer for 9 s')."""
+
+    def __init__(self, world):
+        self.world, self.asked = world, []
+
+    def get(self, url, timeout):
+        import requests
+
+        self.asked.append(url)
+        if "dtle-dst" in url and not self.world.dst_alive:
+            raise requests.ConnectionError(
+                "HTTPConnectionPool(host='dtle-dst', port=8190): Max retries exceeded with url: /metrics "
+                "(Caused by NameResolutionError(\"Failed to resolve 'dtle-dst' ([Errno -2] Name or service not known)\"))"
+            )
+        text = 'dtle_delay_time{host="x",task_name="laglab_src"} 0\n'
+        return type("Response", (), {"status_code": 200, "text": text})()
+
+
+class Clock:
+    """Seconds that pass only when read (each read: one second)."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        self.now += 1.0
+        return self.now
+
+
+def driver_in(world, clock=time.monotonic):
     return dtle.Dtle(
         Lab(),
         nomad=FakeNomad(world),
-        http=object(),
+        http=FakeAgentsHttp(world),
         consul=FakeConsul(world),
         native=FakeNative(world),
         sleep=lambda s: None,
+        clock=clock,
     )
 
 
@@ -286,6 +320,11 @@ def test_the_report_shows_dtles_delay_beside_the_heartbeat_lag():
              "replicator_metrics": {"max_delay_seconds": 1.0, "forward_mbit": 0.34, "back_mbit": 0.01}}  # fmt: skip
     assert "| 1 | 300 TPS | 1.312 | 1 | 0.34 / 0.01 |" in replicator_lines({"points": [point]})
     assert replicator_lines({"points": [{**point, "replicator_metrics": None}]}) == []
+    # #42.4: a real 4.22 agent's dtle-dst kept dtle_network_out_bytes at 0 in every point
+    silent = {**point, "replicator_metrics": {**point["replicator_metrics"], "back_mbit": 0.0}}
+    lines = replicator_lines({"points": [silent]})
+    assert "| 1 | 300 TPS | 1.312 | 1 | 0.34 / not counted |" in lines
+    assert any(line.startswith('Back "not counted"') and "links.csv" in line for line in lines)
 
 
 def test_a_hand_back_that_fails_stops_the_job_keeps_the_replica_held_and_names_the_repair():
@@ -345,3 +384,63 @@ def test_a_job_that_does_not_start_quotes_the_agents_own_logs():
     assert driver.agent_logs().splitlines()[1] == (
         "dtle-dst's DTLE log (last 5 lines): (no log: PlatformError: dtle-dst not running)"
     )
+
+
+def test_a_killed_agent_fails_the_hand_back_within_its_bound_not_after_300_s():
+    """#42.5: the agent was unreachable from the first second, and the failure came 7 minutes later."""
+    world = World(source=100, native=100)
+    clock = Clock()
+    driver = driver_in(world, clock)
+    plan = load_text("name: x\nreplicator: {kind: dtle, unreachable_seconds: 10}\n")
+    replicator = plan.points[0].scenario.replicator
+    driver.start(replicator, 0.1)
+    world.write(30)
+    world.dst_alive = False
+    with pytest.raises(dtle.HandBackFailed) as failure:
+        driver.stop()  # HANDOVER_TIMEOUT is still 300 s: the bound ends it
+    assert clock.now < 60, f"{clock.now} s of the clock went by"
+    message = str(failure.value)
+    assert re.search(r"dtle-dst has not answered for 1\ds \(ConnectionError: failed to resolve\)", message), message
+    assert "replicator.unreachable_seconds is 10" in message
+    assert "make up PROFILE=dtle" in message and failure.value.repair == "make up PROFILE=dtle"
+
+
+def test_the_agents_log_to_a_file_the_lab_reads():
+    """#42.3: 4.22.11.0 with no log_file wrote nothing under /var/log/dtle. Nomad's `log_file` with a
+    directory writes nomad-<timestamp>.log there (DTLE's own example config, actiontech/dtle
+    docker-images/example/nomad-docker.hcl, sets log_file = "/dtle/var/log/nomad/"); the plugin's lines go
+    to the agent's log."""
+    for name, server in (("dtle-src", True), ("dtle-dst", False)):
+        for text in (dtle.agent_config(name, server=server), (CONFIG / f"{name}.hcl").read_text()):
+            assert re.search(r'^log_file\s*=\s*"/dtle/var/log/nomad/"$', text, re.M), name
+    world = World(source=10, native=10)
+    driver = driver_in(world)
+    line = "2026-11-23T10:01:02.345Z [ERROR] client.driver_mgr.dtle: dest: dial tcp mysql-target:3306: connect: refused"
+
+    def tail(argv):
+        assert dtle.AGENT_LOG_DIR in argv[-1] and "nomad-*.log" in argv[-1]
+        return 0, (line + "\n").encode()
+
+    driver.parts.platform = FakePlatform.running_services(
+        "dtle-src", "dtle-dst", execs={"dtle-dst": tail, "dtle-src": tail}
+    )
+    assert driver.agent_logs().splitlines()[1] == f"dtle-dst's DTLE log (last 5 lines): {line}"
+
+
+def test_a_killed_agent_comes_back_by_the_labs_fault_not_by_the_restart_policy():
+    """#42.2: Docker does not restart a container ended with `docker kill` (seen against the real agent:
+    exited, restarts=0 under `restart: unless-stopped`), so the docs must not promise it; the lab's own
+    `fault kill ... --for` starts the agent again after its duration."""
+    from laglab.faults import FaultManager
+
+    from ..polling import wait_until
+
+    lab = FakePlatform.running_services("dtle-src", "dtle-dst")
+    faults = FaultManager(lab, settle_timeout=2)
+    faults.inject("dtle-dst", "kill", duration=0.2)
+    wait_until(lambda: lab.lab["dtle-dst"].running, 5, 0.02, "dtle-dst started again")
+    assert lab.acted == [("dtle-dst", "kill"), ("dtle-dst", "start")]
+    root = CONFIG.parents[1]
+    docs = (root / "docs" / "profiles.md").read_text() + (root / "compose.yaml").read_text()
+    assert "restart after a kill" not in docs and "comes\n  # back (restart policy)" not in docs
+    assert "not after `docker kill`" in docs and "fault kill dtle-dst --for 20s" in docs
