@@ -26,8 +26,8 @@ def _integral(value):
 Service = Annotated[str, Field(pattern=SERVICE_PATTERN, description="a compose service of this lab")]
 Int = Annotated[int, BeforeValidator(_integral)]
 Time = Annotated[
-    Annotated[str, Field(pattern=TIME_PATTERN)] | Annotated[float, Field(ge=0)],
-    Field(description="'125ms', '1.5s', '500us' (a bare number is tc's unit: microseconds)"),
+    str,
+    Field(pattern=TIME_PATTERN, description="'125ms', '1.5s', '500us': the unit is required (us, ms, s)"),
 ]
 Percent = Annotated[
     Annotated[str, Field(pattern=PERCENT_PATTERN)] | Annotated[float, Field(ge=0, le=100)],
@@ -35,7 +35,7 @@ Percent = Annotated[
 ]
 # The patterns' messages: what a 400 says when a value is not of the form its field wants.
 PATTERN_MESSAGES = {
-    TIME_PATTERN: "{value!r} is not a time (units: us, ms, s)",
+    TIME_PATTERN: "{value!r} is not a time with its unit, like '20s' or '125ms' (units: us, ms, s)",
     PERCENT_PATTERN: "{value!r} is not a percentage",
     RATE_PATTERN: "{value!r} is not a rate (units: bit, kbit, mbit, gbit; bps, kbps, mbps are bytes/s)",
     SERVICE_PATTERN: "{value!r} is not a service name",

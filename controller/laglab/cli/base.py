@@ -12,6 +12,25 @@ import click
 from .. import config
 from ..client import Client, Response
 
+
+class TimeType(click.ParamType):
+    """A time as a person types it: the unit is required ('20s', '125ms', '500us'); a bare number is a
+    usage error naming the units (tc would read it as microseconds). Passed on as typed."""
+
+    name = "TIME"
+
+    def convert(self, value, param, ctx):
+        from ..shaping.params import ParamError, parse_time
+
+        try:
+            parse_time("time", value, high=86400.0)
+        except ParamError as error:
+            self.fail(error.message.split(": ", 1)[-1], param, ctx)
+        return value
+
+
+TIME = TimeType()
+
 EXIT_CODES = {"ok": 0, "check failed": 1, "usage": 2, "refused": 3, "unreachable": 4}
 
 

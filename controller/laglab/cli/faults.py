@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..faults import ACTIONS
-from .base import Session, comma_list, pass_session, table
+from .base import TIME, Session, comma_list, pass_session, table
 
 
 def _fault_line(f: dict) -> str:
@@ -37,7 +37,7 @@ def _action_command(action: str) -> click.Command:
 
     @click.command(name=action, help=help_text)
     @click.argument("service")
-    @click.option("--for", "duration", metavar="TIME", help="Undo it after this long, e.g. 20s.")
+    @click.option("--for", "duration", type=TIME, help="Undo it after this long, e.g. 20s (units: us, ms, s).")
     @pass_session
     def command(session: Session, service: str, duration: str | None) -> None:
         body = {"service": service, "action": action, **({"duration": duration} if duration else {})}
@@ -92,7 +92,7 @@ class _GroupsAroundDashes(click.Command):
 @click.argument("group_a", metavar="A[,A...]")
 @click.argument("group_b", metavar="B[,B...]")
 @click.option("--oneway", is_flag=True, help="Only A -> B is cut; B still reaches A.")
-@click.option("--for", "duration", metavar="TIME", help="Heal by itself after this long, e.g. 60s.")
+@click.option("--for", "duration", type=TIME, help="Heal by itself after this long, e.g. 60s (units: us, ms, s).")
 @pass_session
 def partition(session: Session, group_a: str, group_b: str, oneway: bool, duration: str | None) -> None:
     """Cut every link between two groups of services.

@@ -10,7 +10,7 @@ import yaml
 
 from ..scenarios import words
 from ..shaping.params import ParamError, format_time, parse_time
-from .base import Failure, Session, pass_session, refused, table
+from .base import TIME, Failure, Session, pass_session, refused, table
 
 # The API's fields that take a value as written (tc's units), in the order a reader names them.
 FIELDS = ("delay", "jitter", "distribution", "correlation", "loss", "rate", "duplicate", "corrupt", "reorder", "gap")
@@ -41,8 +41,8 @@ def _gemodel(value: str | None) -> dict | None:
 def impairment_options(function):
     """The API's shaping fields as options, with tc's units."""
     options = [
-        click.option("--delay", metavar="TIME", help="One-way delay, e.g. 100ms (0..60s)."),
-        click.option("--jitter", metavar="TIME", help="± around the delay, e.g. 5ms (needs --delay)."),
+        click.option("--delay", type=TIME, help="One-way delay, e.g. 100ms (0..60s) (units: us, ms, s)."),
+        click.option("--jitter", type=TIME, help="± around the delay, e.g. 5ms (needs --delay) (units: us, ms, s)."),
         click.option(
             "--distribution", type=click.Choice(["uniform", "normal", "pareto", "paretonormal"]), help="Of the jitter."
         ),
@@ -54,7 +54,9 @@ def impairment_options(function):
         click.option("--corrupt", metavar="PERCENT"),
         click.option("--reorder", metavar="PERCENT", help="Sent at once instead of delayed (needs --delay)."),
         click.option("--gap", type=int, metavar="N", help="Reorder every Nth packet."),
-        click.option("--for", "duration", metavar="TIME", help="Revert by itself after this long, e.g. 60s."),
+        click.option(
+            "--for", "duration", type=TIME, help="Revert by itself after this long, e.g. 60s (units: us, ms, s)."
+        ),
     ]
     for option in reversed(options):
         function = option(function)
@@ -89,7 +91,9 @@ def _put_all(session: Session, puts: list[tuple[str, dict]]) -> list[dict]:
 @click.option("--peer", metavar="SERVICE", help="Only the link to this service (default: all its traffic).")
 @click.option("--direction", type=click.Choice(["egress", "ingress", "both"]), help="What it sends (default), receives, or both.")  # fmt: skip
 @click.option("--link", nargs=2, metavar="A B", help="Both directions of the link A-B (instead of SERVICE).")
-@click.option("--rtt", metavar="TIME", help="With --link: the round trip; half of it (and of --jitter) each way.")
+@click.option(
+    "--rtt", type=TIME, help="With --link: the round trip; half of it (and of --jitter) each way (units: us, ms, s)."
+)
 @impairment_options
 @pass_session
 def shape(session: Session, service, peer, direction, link, rtt, **values) -> None:

@@ -34,7 +34,7 @@ class Direction(StrEnum):
 DIRECTIONS = tuple(d.value for d in Direction)
 __all__ = ["DISTRIBUTIONS", "GEMODEL_KEYS", "Impairment", "format_percent", "format_rate", "format_time"]
 
-_TIME_UNITS = {"": 1e-6, "us": 1e-6, "usec": 1e-6, "ms": 1e-3, "msec": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0}
+_TIME_UNITS = {"us": 1e-6, "usec": 1e-6, "ms": 1e-3, "msec": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0}
 # tc(8): bit, kbit, mbit, gbit, tbit are bits/s (SI); bps, kbps, mbps, gbps are BYTES/s; "ibit" = 1024-based.
 _RATE_UNITS = {
     "bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12,
@@ -55,7 +55,7 @@ def _units(units) -> str:
 
 # What the parsers below accept, as JSON Schema patterns for the OpenAPI document (one source: a test
 # checks that a value matches the pattern exactly when its parser reads it).
-TIME_PATTERN = rf"^{_SPACE}{_NUMBER}{_SPACE}{_units(_TIME_UNITS)}?{_SPACE}$"
+TIME_PATTERN = rf"^{_SPACE}{_NUMBER}{_SPACE}{_units(_TIME_UNITS)}{_SPACE}$"  # the unit is required
 PERCENT_PATTERN = rf"^{_SPACE}{_NUMBER}{_SPACE}%?{_SPACE}$"
 RATE_PATTERN = rf"^{_SPACE}{_NUMBER}{_SPACE}{_units(_RATE_UNITS)}{_SPACE}$"
 SERVICE_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,62}$"
@@ -94,19 +94,22 @@ def _rule(field: str, message: str) -> ParamError:
 
 
 def parse_time(field: str, value: object, high: float | None = None) -> float:
-    """'125ms', '1.5s', '500us', 0 -> seconds. A bare number is tc's default unit: microseconds.
-    The range is the field's own (LIMITS) unless `high` is given."""
+    """'125ms', '1.5s', '500us' -> seconds. A bare number is refused with the units to use: tc reads it
+    as microseconds, a person typing `--for 20` means seconds, and guessing either way changes an
+    experiment by a factor of a million (issue #36). The range is the field's own (LIMITS) unless
+    `high` is given."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ParamError(field, f"expected a time like '125ms', got {value!r}")
-    if isinstance(value, str):
-        match = _TIME_RE.search(value)
-        if not match:
-            raise ParamError(field, f"{value!r} is not a time (units: us, ms, s)")
-        seconds = float(match.group(1)) * _TIME_UNITS[(match.group(2) or "").lower()]
-    elif math.isfinite(value) and value >= 0:
-        seconds = value * _TIME_UNITS[""]
-    else:
+    bare = value.strip() if isinstance(value, str) else value
+    if isinstance(bare, (int, float)) or re.fullmatch(_NUMBER, bare or ""):
+        number = float(bare) if math.isfinite(float(bare)) else bare
+        raise ParamError(
+            field, f"{value!r} has no unit; write it like '{number:g}s' or '{number:g}ms' (units: us, ms, s)"
+        )
+    match = _TIME_RE.search(value)
+    if not match:
         raise ParamError(field, f"{value!r} is not a time (units: us, ms, s)")
+    seconds = float(match.group(1)) * _TIME_UNITS[match.group(2).lower()]
     low, limit = LIMITS.get(field, (0.0, 60.0))
     if high is not None:
         low, limit = 0.0, high

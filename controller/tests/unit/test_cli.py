@@ -261,3 +261,19 @@ def test_the_controller_package_has_the_laglab_console_entry_point():
     assert entry.value == "laglab.cli:main"
     done = subprocess.run([str(Path(sys.executable).with_name("laglab")), "--help"], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.startswith("Usage: laglab "), done.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["fault", "kill", "mysql-source", "--for", "20"],
+        ["partition", "mysql-source", "mysql-target", "--for", "60"],
+        ["shape", "mysql-source", "--delay", "100"],
+        ["shape", "--link", "mysql-source", "mysql-target", "--rtt", "180"],
+    ],
+)
+def test_a_bare_number_where_a_time_is_meant_is_a_usage_error_naming_the_units(argv):
+    """#36: `--for 20` was 20 us (tc's unit), `--delay 100` 0.1 ms; nothing reaches the controller."""
+    result = CliRunner().invoke(cli, argv)
+    assert result.exit_code == 2, result.output
+    assert "has no unit" in result.output and "(units: us, ms, s)" in result.output

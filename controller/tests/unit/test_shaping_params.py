@@ -3,11 +3,18 @@ import pytest
 from laglab.shaping.params import Impairment, ParamError, format_rate, parse_rate, parse_request, parse_time
 
 
-@pytest.mark.parametrize(
-    ("text", "seconds"), [("125ms", 0.125), ("1.5s", 1.5), ("500us", 0.0005), ("0", 0.0), (250, 0.00025)]
-)
+@pytest.mark.parametrize(("text", "seconds"), [("125ms", 0.125), ("1.5s", 1.5), ("500us", 0.0005), ("0ms", 0.0)])
 def test_time_units(text, seconds):
     assert parse_time("delay", text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("bare", ["20", "0", " 100 ", 20, 0.5, 250])
+def test_a_bare_number_is_refused_naming_the_units(bare):
+    """#36: `laglab fault kill mysql-source --for 20` restarted it after 20 us (tc's unit); `shape --delay
+    100` was 0.1 ms. A time needs its unit wherever a person types one."""
+    with pytest.raises(ParamError) as caught:
+        parse_time("duration", bare)
+    assert "has no unit" in caught.value.message and "(units: us, ms, s)" in caught.value.message
 
 
 @pytest.mark.parametrize(
