@@ -47,7 +47,7 @@ def cli(ctx: click.Context, json_output: bool, url: str | None, token: str | Non
       laglab status
       laglab shape --link mysql-source mysql-target --rtt 180ms --rate 2mbit
       laglab lag --follow
-      laglab run scenarios/customer-example.yaml --quick
+      laglab run scenarios/customer-example-rtt180-2mbit.yaml --quick
     """
     ctx.obj = Session(json_output=json_output, url=url, token=token, timeout=timeout)
 

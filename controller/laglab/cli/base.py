@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -120,7 +121,21 @@ def main_options(function):
     return function
 
 
-pass_session = click.make_pass_decorator(Session)
+def pass_session(function):
+    """Passes the Session, and gives the command its own --json: `laglab show mysql-source --json` as
+    well as `laglab --json show mysql-source` (kubectl takes -o json anywhere; ours was refused after the
+    command with 'No such option')."""
+
+    @click.option("--json", "json_here", is_flag=True, help="Print the API's answers as JSON (for scripts).")
+    @click.pass_context
+    @functools.wraps(function)
+    def wrapper(ctx, *args, json_here: bool = False, **kwargs):
+        session = ctx.find_object(Session)
+        if json_here:
+            session.json_output = True
+        return ctx.invoke(function, session, *args, **kwargs)
+
+    return wrapper
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[Any]], indent: str = "") -> None:

@@ -25,19 +25,23 @@ def fault(ctx: click.Context) -> None:
       laglab fault kill mysql-source
       laglab fault pause mysql-target --for 20s
       laglab fault list
-      laglab fault undo 3
+      laglab fault undo f3
     """
     if ctx.invoked_subcommand is None:
         ctx.invoke(fault_list)
 
 
 def _action_command(action: str) -> click.Command:
+    undone = ACTIONS[action].undo is not None  # restart has nothing to undo: --for is refused by the API
     help_text = (f"{action.capitalize()} SERVICE's container (POST /api/faults).\n\n\b\nExample:  laglab fault "
-                 f"{action} mysql-target --for 20s")  # fmt: skip
+                 f"{action} mysql-target" + (" --for 20s" if undone else ""))  # fmt: skip
+    help_for = f"{ACTIONS[action].undo} again after this long, e.g. 20s (units: us, ms, s)." if undone else (
+        "Not for restart: it has nothing to undo."
+    )  # fmt: skip
 
     @click.command(name=action, help=help_text)
     @click.argument("service")
-    @click.option("--for", "duration", type=TIME, help="Undo it after this long, e.g. 20s (units: us, ms, s).")
+    @click.option("--for", "duration", type=TIME, help=help_for.capitalize())
     @pass_session
     def command(session: Session, service: str, duration: str | None) -> None:
         body = {"service": service, "action": action, **({"duration": duration} if duration else {})}
@@ -74,8 +78,9 @@ def undo(session: Session, fault_id: str) -> None:
     """Undo an active fault now.
 
     \b
-    Example:  laglab fault undo 3
+    Example:  laglab fault undo f3
     """
+    fault_id = f"f{fault_id}" if fault_id.isdigit() else fault_id  # `fault list` shows f3; 3 means it too
     session.emit(session.call("DELETE", f"/api/faults/{fault_id}", timeout=120), lambda f: click.echo("undone: " + _fault_line(f)))  # fmt: skip
 
 
@@ -121,8 +126,10 @@ def heal(session: Session, partition_id: str | None) -> None:
     \b
     Examples:
       laglab heal
-      laglab heal 2
+      laglab heal p2
     """
+    if partition_id and partition_id.isdigit():  # `partition` prints p2; 2 means it too
+        partition_id = f"p{partition_id}"
     session.call("DELETE", "/api/partitions" + (f"/{partition_id}" if partition_id else ""))
     what = f"partition {partition_id}" if partition_id else "every partition"
     session.emit({"healed": partition_id or "all"}, lambda _: click.echo(f"healed {what}"))

@@ -101,8 +101,8 @@ def run(session: Session, file: Path, quick: bool, plan_only: bool) -> None:
 
     \b
     Examples:
-      laglab run scenarios/customer-example.yaml --plan
-      laglab run scenarios/customer-example.yaml --quick
+      laglab run scenarios/customer-example-rtt180-2mbit.yaml --plan
+      laglab run scenarios/customer-example-rtt180-2mbit.yaml --quick
     """
     try:
         plan = load_file(file, quick=quick)
@@ -178,7 +178,7 @@ def report(run_dir: Path) -> None:
     """Rebuild a run's plots and report.md from its files (results/<run>/); needs no lab.
 
     \b
-    Example:  laglab report results/20261125T120000Z-customer-example
+    Example:  laglab report results/RUN      RUN: a run's folder, as `laglab runs` lists it
     """
     from ..scenarios import report as reports
 

@@ -224,7 +224,7 @@ def matrix(session: Session, file: Path | None, clear_it: bool) -> None:
 
     \b
     Examples:
-      laglab matrix three-regions.yaml
+      laglab matrix scenarios/matrices/two-regions.yaml
       laglab matrix
       laglab matrix --clear
     """

@@ -6,6 +6,7 @@ real one's). The command against the real lab: tests/integration/test_cli.py."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -145,7 +146,8 @@ def test_clear_heal_and_undo_call_the_deletes(controller):
         "DELETE /api/partitions/p2",
     ):
         controller.answer(route, None, 204)
-    controller.answer("DELETE /api/faults/3", {"id": "3", "service": "x", "action": "pause", "duration_seconds": None, "effect_ms": 5.0})  # fmt: skip
+    # the API's fault ids are f<n> (its path pattern); `fault undo 3` means f3
+    controller.answer("DELETE /api/faults/f3", {"id": "f3", "service": "x", "action": "pause", "duration_seconds": None, "effect_ms": 5.0})  # fmt: skip
     for args in (
         ["clear"],
         ["clear", "mysql-source", "--peer", "mysql-target"],
@@ -156,7 +158,7 @@ def test_clear_heal_and_undo_call_the_deletes(controller):
         assert laglab(controller, *args).exit_code == 0
     assert [(m, p) for m, p, _ in controller.requests] == [
         ("DELETE", "/api/shaping"), ("DELETE", "/api/shaping/mysql-source?peer=mysql-target"), ("DELETE", "/api/partitions"),
-        ("DELETE", "/api/partitions/p2"), ("DELETE", "/api/faults/3")]  # fmt: skip
+        ("DELETE", "/api/partitions/p2"), ("DELETE", "/api/faults/f3")]  # fmt: skip
 
 
 def test_partition_takes_two_comma_lists_around_a_double_dash(controller):
@@ -277,3 +279,58 @@ def test_a_bare_number_where_a_time_is_meant_is_a_usage_error_naming_the_units(a
     result = CliRunner().invoke(cli, argv)
     assert result.exit_code == 2, result.output
     assert "has no unit" in result.output and "(units: us, ms, s)" in result.output
+
+
+def help_examples():
+    """Every `laglab ...` line of every --help (the examples a user copies)."""
+    import shlex
+
+    def walk(group: click.Group, prefix: tuple[str, ...] = ()):
+        yield prefix, group
+        for name, command in group.commands.items():
+            if isinstance(command, click.Group):
+                yield from walk(command, (*prefix, name))
+            else:
+                yield (*prefix, name), command
+
+    for path, _command in walk(cli):
+        text = CliRunner().invoke(cli, [*path, "--help"]).output
+        in_block = False
+        for raw in text.splitlines():
+            line = raw.strip()
+            if line.startswith("Example"):
+                in_block = True
+                line = line.split(":", 1)[1].strip()
+            elif not line:
+                in_block = False
+            line = re.split(r"\s{2,}", line)[0]  # an example's words after it, as in `preset`'s
+            if in_block and line.startswith("laglab ") and "<(" not in line and ">" not in line:
+                yield shlex.split(line)[1:]
+
+
+def test_every_help_example_parses_as_written(monkeypatch, tmp_path):
+    """#36.2: `laglab run scenarios/customer-example.yaml` (no such file), `show mysql-source --json`
+    ('No such option'), `fault undo 3`, `matrix three-regions.yaml`: each example is parsed here as click
+    parses it (files must exist, from the checkout's root), without calling the controller."""
+    from pathlib import Path
+
+    monkeypatch.chdir(Path(__file__).resolve().parents[3])
+    examples = list(help_examples())
+    assert len(examples) > 20
+    import warnings
+
+    def unparsed(ctx):
+        with warnings.catch_warnings():  # click 8.2+: a group's subcommand is still in protected_args
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return [*ctx.protected_args, *ctx.args]
+
+    (tmp_path / "results" / "RUN").mkdir(parents=True)  # the one placeholder an example has
+    for args in examples:
+        args = [str(tmp_path / a) if a == "results/RUN" else a for a in args]
+        ctx = cli.make_context("laglab", list(args))
+        command, rest = cli, unparsed(ctx)
+        while isinstance(command, click.Group) and rest:
+            name, command, rest = command.resolve_command(ctx, rest)
+            ctx = command.make_context(name, rest, parent=ctx)
+            rest = unparsed(ctx) if isinstance(command, click.Group) else []
+        assert not isinstance(command, click.Group) or command.invoke_without_command, args
