@@ -5,13 +5,17 @@ PY := $(VENV)/bin/python
 ARGS ?=
 
 PHONY_RUNS := run report clean-results
-.PHONY: $(PHONY_RUNS) up down clean test test-unit test-integration test-kernel lint format consistency lag ps logs bench-startup bench-shaping bench-memory bench-tcp-buffers venv
+.PHONY: $(PHONY_RUNS) help up down clean test test-unit test-integration test-kernel lint format consistency lag ps logs bench-startup bench-shaping bench-memory bench-tcp-buffers venv
+
+.DEFAULT_GOAL := help
+help: ## every target with what it does (this list)
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:[^#]*## /\t/' | expand -t 20
 
 PROFILE ?=
 up: ## start the lab (installs and builds what is missing); PROFILE=monitoring adds Prometheus + Grafana
 	PROFILE=$(PROFILE) scripts/up $(ARGS)
 
-down: ## stop the lab (data kept)
+down: ## stop the lab (data kept; the controller's state of shaping, faults and runs forgotten)
 	scripts/down
 
 clean: ## stop the lab, remove its volumes and built images

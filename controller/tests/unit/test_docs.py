@@ -69,3 +69,16 @@ def test_every_page_starts_with_what_it_is_for(page):
 def test_the_readme_points_to_every_page():
     readme = (ROOT / "README.md").read_text()
     assert [p.name for p in PAGES if f"](docs/{p.name})" not in readme] == []
+
+
+def test_a_bare_make_lists_the_targets_and_the_readme_says_what_make_test_costs():
+    """#36.7: a bare `make` ran `make up`; there was no `make help`; the README called `make test` one of
+    the two commands without its half hour."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[3]
+    listed = subprocess.run(["make", "-s", "-C", str(root)], capture_output=True, text=True, timeout=30).stdout
+    for target in ("up", "down", "test", "help", "run", "report"):
+        assert any(line.split()[0] == target for line in listed.splitlines() if line.strip()), target
+    readme = (root / "README.md").read_text()
+    assert "make help" in readme and "half an hour" in readme
