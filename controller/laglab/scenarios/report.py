@@ -17,7 +17,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from . import bottleneck, report_search, words
+from . import bottleneck, report_search, verdict, words
 
 
 def _csv(path: Path) -> list[dict]:
@@ -502,11 +502,14 @@ def render(run: Path) -> Path:
     searched = bool(summary.get("knees"))
     makers = (cluster_plot,) if clustered else (report_search.plot, lag_plot) if searched else (sweep_plot, lag_plot)
     plots = [p for p in (make(run, summary) for make in makers) if p]
+    plan = json.loads((run / "scenario.json").read_text()).get("plan") if (run / "scenario.json").exists() else None
     lines = [
-        f"# {summary['scenario']} - {summary['status']}",
+        f"# {summary['scenario']}: {verdict.word(summary)}",
+        *verdict.lines(summary, (plan or {}).get("scenario"), environment),
         "",
         f"Run `{summary['id']}`, {summary.get('started')} → {summary.get('finished') or '...'}"
         + (" (quick)" if summary.get("quick") else "")
+        + (f", {summary['status']}" if summary.get("status") else "")
         + (f". Reason: {summary['reason']}" if summary.get("reason") else ""),
         "",
         "## Environment",

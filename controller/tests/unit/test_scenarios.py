@@ -109,7 +109,7 @@ def test_report_from_a_stored_run(tmp_path):
     shutil.copytree(FIXTURES / "run", run)
     out = report.render(run)
     text = out.read_text()
-    assert text.startswith("# replication-latency-sweep - completed")
+    assert text.startswith("# replication-latency-sweep: PASS\n\n**Verdict: PASS.** All 2 checks held in every point.")
     assert "| 2 | 250 ms | 250 / 251 | 2 / 1.97 | yes | 0.25 | 0.2 |" in text  # the swept RTT in its own column
     assert "Identical" in text
     assert (run / "lag.png").stat().st_size > 1000 and (run / "sweep.png").stat().st_size > 1000
@@ -182,3 +182,35 @@ def test_a_new_replicator_kind_brings_its_options_and_touches_no_shared_schema(m
         model.model_validate({"kind": "echo", "echo_depth": 10})
     with pytest.raises(ValidationError, match=r"replicator\.echo_depth: an option of kind echo, not native"):
         model.model_validate({"kind": "native", "echo_depth": 5})
+
+
+def test_a_report_opens_with_the_verdict_the_ticket_and_the_settings(tmp_path):
+    """#36.5: the title said `completed` when assertions failed, pass/FAIL sat in the 13th column, and a
+    run without a sweep showed neither the load nor the link nor the servers."""
+    run = tmp_path / "run"
+    shutil.copytree(FIXTURES / "run", run)
+    summary = json.loads((run / "summary.json").read_text())
+    summary["points"][1]["assertions"][0]["passed"] = False
+    (run / "summary.json").write_text(json.dumps(summary))
+    plan = load_text(
+        "name: ticket-4711\ndescription: 'Ticket 4711: RTT 180 ms, 2 Mbit/s, lag grows after 10 minutes'\n"
+        "link: {rtt: 180ms, rate: 2mbit}\nload: {rate: 150, threads: 8, duration: 60s}\n"
+    )
+    (run / "scenario.json").write_text(json.dumps({"plan": plan.model_dump(mode="json")}))
+    (run / "environment.json").write_text(
+        json.dumps({"server_versions": {"mysql-source": "9.7.4", "mysql-target": "9.7.4"}})
+    )
+    head = report.render(run).read_text().splitlines()[:12]
+    assert head[0] == "# replication-latency-sweep: FAIL"
+    assert head[2].startswith("**Verdict: FAIL.** 1 of 2 checks failed (point 2: `")
+    text = "\n".join(head)
+    assert "**Reproduces:** Ticket 4711: RTT 180 ms, 2 Mbit/s, lag grows after 10 minutes" in text
+    assert (
+        "**Settings:** link mysql-source ↔ mysql-target: RTT 180ms, rate 2mbit; load sysbench oltp_write_only at "
+        "150 TPS, 8 threads, 60s; replication native; servers mysql-source 9.7.4, mysql-target 9.7.4." in text
+    )
+    summary["status"], summary["reason"] = "interrupted", "the controller stopped during the run"
+    (run / "summary.json").write_text(json.dumps(summary))
+    head = report.render(run).read_text().splitlines()[:3]
+    assert head[0] == "# replication-latency-sweep: INTERRUPTED"
+    assert head[2] == "**No verdict: the run interrupted.** the controller stopped during the run"
