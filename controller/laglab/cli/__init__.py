@@ -23,6 +23,7 @@ from .faults import fault, heal, partition
 from .lab import consistency, dashboard, lag, status
 from .load import load
 from .runs import report, run, runs
+from .scenario import scenario
 from .shaping import clear, matrix, preset, shape, show, verify
 
 __all__ = ["EXIT_CODES", "cli", "main"]
@@ -83,7 +84,7 @@ for command in (
     heal,
 ):
     cli.add_command(command)
-for command in (load, run, runs, report):
+for command in (load, run, runs, report, scenario):
     cli.add_command(command)
 
 

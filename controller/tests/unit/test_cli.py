@@ -334,3 +334,33 @@ def test_every_help_example_parses_as_written(monkeypatch, tmp_path):
             ctx = command.make_context(name, rest, parent=ctx)
             rest = unparsed(ctx) if isinstance(command, click.Group) else []
         assert not isinstance(command, click.Group) or command.invoke_without_command, args
+
+
+def test_a_ticket_becomes_a_scenario_file_that_validates(tmp_path):
+    """#36.4: one command from a ticket's numbers to a scenario to edit and run (no lab needed)."""
+    from laglab.scenarios.spec import load_file
+
+    out = tmp_path / "ticket-4711.yaml"
+    args = ["scenario", "new", "ticket-4711", "--rtt", "180ms", "--rate", "2mbit", "--loss", "0.1%",
+            "--write-rate", "150", "--threads", "8", "--server", "mysql 8.0.32",
+            "--symptom", "lag grows after 10 minutes", "--expect", "lag_slope > 0.01", "-o", str(out)]  # fmt: skip
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    plan, quick = load_file(out), load_file(out, quick=True)
+    s = plan.points[0].scenario
+    assert (s.link.rtt, s.link.rate_bits, s.link.loss, s.load.rate, s.load.threads) == (0.18, 2e6, "0.1%", 150, 8)
+    assert [str(a) for a in s.assertions] == ["lag_slope > 0.01"]
+    assert s.description == "lag grows after 10 minutes (server mysql 8.0.32)"
+    assert quick.points[0].scenario.load.duration == 60.0
+    assert CliRunner().invoke(cli, args).exit_code != 0, "an existing file is kept without --force"
+    bad = CliRunner().invoke(
+        cli, [*args[:3], "--rtt", "180ms", "--rate", "2", "--write-rate", "150", "-o", str(tmp_path / "x.yaml")]
+    )
+    assert bad.exit_code == 2 and "link.rate" in bad.output and not (tmp_path / "x.yaml").exists()
+
+
+def test_the_shipped_scenarios_are_listed_with_what_they_reproduce():
+    result = CliRunner().invoke(cli, ["scenario", "list"])
+    assert result.exit_code == 0
+    assert "customer-example-rtt180-2mbit.yaml" in result.output and "Ticket #1234" in result.output
+    assert "invalid" not in result.output
