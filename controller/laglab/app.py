@@ -108,7 +108,14 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
         lab.restart = Restart()
         lab.shaping.start(restart=lab.restart)
         lab.faults.recover(lab.restart)
-        orphan.recover(lab, lab.restart)
+        from .replicators import for_kind
+
+        orphan.recover(
+            orphan.Parts(
+                lab.state_dir, platform, executor, lab.shaping, lab.problems, lambda kind: for_kind(kind, lab)
+            ),
+            lab.restart,
+        )
         if lab.run is not None:  # the bridge's chains on Docker; on Kubernetes each pod counts its own
             lab.counters = Counters(platform, executor, lab.run) if hosted else PodCounters(platform, lab.run)
             lab.counters.start()

@@ -9,16 +9,14 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from .. import tcp_buffers
 from ..recovery import Restart, read_state, write_state
-from ..replicators import KINDS, for_kind
+from ..replicators import KINDS
 from ..results import iso
-
-if TYPE_CHECKING:
-    from ..app import Lab
 
 log = logging.getLogger("laglab.runs")
 MARKER = "run.json"
@@ -54,12 +52,22 @@ class RunMarker:
             self.path.unlink(missing_ok=True)
 
 
-def recover(lab: Lab, restart: Restart) -> None:
+@dataclass
+class Parts:
+    """What ending an orphaned run touches (app.create_app hands them over)."""
+
+    state_dir: Path
+    platform: object
+    executor: object
+    shaping: object
+    problems: object
+    replicator: Callable[[str], object]  # kind -> a new instance of it (replicators.for_kind)
+
+
+def recover(parts: Parts, restart: Restart) -> None:
     """End the run a dead controller left (if any), each step on its own: one that fails is said, the
     others still run."""
-    if lab.state_dir is None:
-        return
-    path = Path(lab.state_dir) / MARKER
+    path = Path(parts.state_dir) / MARKER
     data = read_state(path, restart, None)
     if not isinstance(data, dict) or "id" not in data:
         return
@@ -72,22 +80,22 @@ def recover(lab: Lab, restart: Restart) -> None:
         except Exception as error:
             failed.append(f"{words}: {type(error).__name__}: {str(error)[:160]}")
 
-    step("load stopped", lambda: _stop_load(lab))
-    step("shaping cleared", lab.shaping.clear)
-    step("TCP buffers put back", lambda: _buffers(lab, data.get("tcp_before") or {}))
+    step("load stopped", lambda: _stop_load(parts))
+    step("shaping cleared", parts.shaping.clear)
+    step("TCP buffers put back", lambda: _buffers(parts, data.get("tcp_before") or {}))
     for kind in data.get("kinds") or []:
         if kind not in KINDS:
             continue
         repair = KINDS[kind].crash_repair
         if repair:
-            lab.problems.add(
+            parts.problems.add(
                 f"{kind}-interrupted-run",
                 f"run {data['id']} was replicating with {kind} when the controller died",
                 repair,
             )
             done.append(f"{kind}: repair with `{repair}` (on /api/health)")
         else:
-            step(f"{kind} restored to the lab's defaults", for_kind(kind, lab).restore)
+            step(f"{kind} restored to the lab's defaults", lambda kind=kind: parts.replicator(kind).restore())
     reason = f"the controller stopped during the run (found at its next start, {iso(time.time())})"
     step("marked interrupted", lambda: _mark_interrupted(Path(data.get("results", "")), data, reason))
     restart.run = f"run {data['id']} interrupted: " + "; ".join(done + [f"FAILED {f}" for f in failed])
@@ -95,25 +103,25 @@ def recover(lab: Lab, restart: Restart) -> None:
     path.unlink(missing_ok=True)
 
 
-def _stop_load(lab: Lab) -> str:
+def _stop_load(parts: Parts) -> str:
     """The dead controller's sysbench or mysqlslap, by name in loadgen: the lab runs one load at a time,
     and the new controller has started none yet."""
     stopped = []
     for tool in LOAD_TOOLS:
-        code, _ = lab.platform.exec("loadgen", ["pkill", "-TERM", "-x", tool])
+        code, _ = parts.platform.exec("loadgen", ["pkill", "-TERM", "-x", tool])
         if code == 0:  # pkill: 0 = something matched, 1 = nothing did
             stopped.append(tool)
     return f"load stopped ({', '.join(stopped)})" if stopped else "no load was running"
 
 
-def _buffers(lab: Lab, before: dict) -> str:
-    found = lab.platform.list()
+def _buffers(parts: Parts, before: dict) -> str:
+    found = parts.platform.list()
     put_back = []
     for service, values in before.items():
         container = found.get(service)
         if container is not None and container.running and container.entered:
             parsed = {name: tcp_buffers.parse(name, values[name]) for name in ("wmem", "rmem")}
-            tcp_buffers.write(lab.executor, container.pid, parsed)
+            tcp_buffers.write(parts.executor, container.pid, parsed)
             put_back.append(service)
     return f"TCP buffers put back ({', '.join(put_back)})" if put_back else "no TCP buffers to put back"
 
