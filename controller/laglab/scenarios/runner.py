@@ -43,6 +43,7 @@ LAG_COLUMNS = [
     "epoch",
     "status",
     "lag_seconds",
+    "lag_error_seconds",  # the reading's bound (half a heartbeat interval and the read's own window)
     "heartbeat_age_seconds",
     "seconds_behind_source",
     "applier_lag_seconds",

@@ -28,3 +28,25 @@ def test_two_runs_in_the_same_second_get_distinct_folders(tmp_path):
 
 def test_iso_has_microseconds():
     assert iso(0.25) == "1970-01-01T00:00:00.250000Z"
+
+
+def test_results_readme_names_every_column_the_code_writes():
+    """#36.5: results/README.md listed 11 of the live lag.csv's 17 columns and left out events.csv and
+    the live links.csv."""
+    from pathlib import Path
+
+    from laglab import counters, lag
+    from laglab.scenarios import runner, timeline
+
+    text = (Path(__file__).resolve().parents[3] / "results" / "README.md").read_text()
+    for where, columns in (
+        ("`<time>-live/lag.csv`", lag.COLUMNS),
+        ("`<time>-live/links.csv`", counters.COLUMNS),
+        ("`<time>-<scenario>/lag.csv`", runner.LAG_COLUMNS),
+        ("`<time>-<scenario>/links.csv`", runner.LINK_COLUMNS),
+        ("`<time>-<scenario>/load.csv`", runner.LOAD_COLUMNS),
+        ("`<time>-<scenario>/events.csv` (scenarios with a timeline)", timeline.EVENT_COLUMNS),
+    ):
+        row = f"| {where} | " + ", ".join(f"`{c}`" for c in columns) + " |"
+        assert row in text, f"results/README.md: {where} is not listed as the code writes it"
+    assert "lag_error_seconds" in runner.LAG_COLUMNS, "a run's lag.csv keeps the reading's error bound"
