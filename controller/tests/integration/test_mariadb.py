@@ -36,7 +36,7 @@ def mariadb_lab(mariadb_env):
         subprocess.run([str(ROOT / "scripts/down"), "--volumes"], env=env, capture_output=True, timeout=300)
 
 
-def test_mariadb_lab_replicates_and_records_lag(mariadb_lab):
+def test_mariadb_lab_replicates_and_records_lag(mariadb_lab, mariadb_env):
     assert "lab up in " in mariadb_lab.stderr
     source = connect(Endpoint("127.0.0.1", PORTS["SOURCE_PORT"], "root", "laglab", "mysql-source"), timeout=5)
     target = connect(Endpoint("127.0.0.1", PORTS["TARGET_PORT"], "root", "laglab", "mysql-target"), timeout=5)
@@ -57,7 +57,8 @@ def test_mariadb_lab_replicates_and_records_lag(mariadb_lab):
     finally:
         source.close()
         target.close()
-    api = Client(f"http://127.0.0.1:{PORTS['CONTROLLER_PORT']}")
+    api = Client.from_env(mariadb_env)  # its env file's address and the token make up wrote there (#35)
+    assert api.base.endswith(f":{PORTS['CONTROLLER_PORT']}") and api.token
     samples = api.get("/api/lag?seconds=2", timeout=10).json()["samples"]
     assert samples and all(s["status"] == "ok" for s in samples)
     assert max(s["lag_seconds"] for s in samples) < 0.5

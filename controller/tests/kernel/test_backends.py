@@ -234,11 +234,15 @@ def test_jitter_spreads_the_rtt(manager, backend):
         asked_jitter_ms=10,
         mean_ms=round(got["mean"], 2),
         stdev_ms=round(got["stdev"], 2),
+        iqr_ms=round(percentile(got["times"], 75) - percentile(got["times"], 25), 2),
     )
     assert abs(got["mean"] - 50) <= 3.0, got["mean"]
-    # uniform +-10 ms has a standard deviation of 5.8 ms; the userspace backend never reorders a
-    # source's packets (a late one holds back the next), which narrows the spread at this rate.
-    assert 2.0 <= got["stdev"] <= 7.5, got["stdev"]
+    # The spread on the interquartile range: uniform +-10 ms gives 10 ms (the userspace backend never
+    # reorders a source's packets, a late one holds back the next, which narrows it). A busy guest
+    # delays a few pings by scheduler ticks: that moved the standard deviation (7.76 ms in a CI run
+    # whose host was busy, 5.7 alone), not the quartiles. Without jitter it is a few tenths of a ms.
+    iqr = percentile(got["times"], 75) - percentile(got["times"], 25)
+    assert 3.0 <= iqr <= 13.0, iqr
     # Within the jitter's bounds: none early; the top kept to p95, since one ping in 200 can wait a few
     # of UML's scheduler ticks (seen: 71.3 ms for 50 +- 10 asked in a CI run).
     assert min(got["times"]) >= 39.0 and percentile(got["times"], 95) <= 62.0, sorted(got["times"])[-5:]
