@@ -32,7 +32,8 @@ def lines(summary: dict, scenario: dict | None, environment: dict) -> list[str]:
             listed = "; ".join(f"point {n}: `{a['assertion']}`" for n, a in failed[:5])
             out.append(f"**Verdict: FAIL.** {len(failed)} of {len(checks)} checks failed ({listed}).")
         elif checks:
-            out.append(f"**Verdict: PASS.** All {len(checks)} checks held in every point.")
+            held = "The one check held" if len(checks) == 1 else f"All {len(checks)} checks held in every point"
+            out.append(f"**Verdict: PASS.** {held}.")
         else:
             out.append(
                 "**Verdict: no checks.** The scenario states no assertions (an exploratory run): what was measured follows."
