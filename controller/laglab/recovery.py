@@ -47,25 +47,30 @@ class Restart:
 
 
 def read_state(path: Path, restart: Restart | None, default):
-    """A state file's JSON; a missing one is `default`; one that cannot be read is renamed
-    `<name>.unreadable-<epoch>` (kept for a person to look at) and counts as `default`."""
+    """A state file's JSON; a missing one is `default`; one that cannot be read is set aside and counts
+    as `default`."""
     path = Path(path)
     if not path.exists():
         return default
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError) as error:
-        aside = path.with_name(f"{path.name}.unreadable-{int(time.time())}")
-        try:
-            path.replace(aside)
-        except OSError:
-            aside = path
-        text = f"{path.name} could not be read ({type(error).__name__}: {str(error)[:120]}); kept as {aside.name}"
-        if restart is not None:
-            restart.add("set_aside", text)
-        else:
-            log.error("%s", text)
+        set_aside(path, restart, error)
         return default
+
+
+def set_aside(path: Path, restart: Restart | None, error: Exception) -> None:
+    """Renamed `<name>.unreadable-<epoch>` (kept for a person to look at), and said."""
+    aside = path.with_name(f"{path.name}.unreadable-{int(time.time())}")
+    try:
+        path.replace(aside)
+    except OSError:
+        aside = path
+    text = f"{path.name} could not be read ({type(error).__name__}: {str(error)[:120]}); kept as {aside.name}"
+    if restart is not None:
+        restart.add("set_aside", text)
+    else:
+        log.error("%s", text)
 
 
 def write_state(path: Path, data) -> None:

@@ -177,7 +177,12 @@ class FaultManager:
             try:
                 fault = Fault(**{k: item[k] for k in ("id", "service", "action", "duration", "asked", "effect")},
                               undo_action=item["undo_action"])  # fmt: skip
-            except (KeyError, TypeError):
+                if fault.action not in ACTIONS or fault.undo_action not in ACTIONS or fault.due is None:
+                    raise TypeError(f"not a fault with a duration: {item!r:.120}")
+                float(fault.due)
+            except (KeyError, TypeError, ValueError) as error:  # a hand-edited or foreign file: said, not a crash
+                if restart is not None:
+                    restart.add("set_aside", f"faults.json: an entry skipped ({type(error).__name__})")
                 continue
             with self._lock:
                 self.recent.append(fault)

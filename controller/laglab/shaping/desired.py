@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..recovery import read_state, write_state
+from ..recovery import read_state, set_aside, write_state
 from .impairment import Impairment
 from .plan import Entry
 
@@ -112,8 +112,13 @@ class DesiredState:
 
     @classmethod
     def load(cls, path: Path, restart=None) -> DesiredState:
-        """The saved state; a file that cannot be read is set aside (recovery.read_state), never a crash."""
-        return cls.from_wire(read_state(path, restart, {}))
+        """The saved state; a file that cannot be read or understood is set aside, never a crash."""
+        raw = read_state(path, restart, {})
+        try:
+            return cls.from_wire(raw)
+        except Exception as error:  # valid JSON, not this lab's state (hand-edited, another version)
+            set_aside(Path(path), restart, error)
+            return cls()
 
     def save(self, path: Path) -> None:
         write_state(path, self.to_wire())

@@ -168,3 +168,27 @@ def test_a_container_that_stops_between_the_check_and_the_call_is_a_conflict_not
         assert status_of(error) == 409 and error.message == "service: mysql-target is not running (it is exited)"
     else:
         raise AssertionError("a refused kill was taken for done")
+
+
+def test_a_faults_file_with_entries_it_cannot_use_does_not_stop_the_start(tmp_path):
+    state = tmp_path / "faults.json"
+    state.write_text(json.dumps([{"id": "f1", "service": "mysql-target", "action": "melt", "duration": 5,
+                                  "asked": 0, "effect": 0, "undo_action": "unmelt"},
+                                 {"id": "f2", "service": "mysql-target", "action": "pause", "duration": None,
+                                  "asked": 0, "effect": 0, "undo_action": "unpause"}, "f3", {"id": "f4"}]))  # fmt: skip
+    restart = Restart()
+    faults = FaultManager(platform(), settle_timeout=2, state_path=state)
+    faults.recover(restart)
+    assert faults.active() == [] and len(restart.set_aside) == 4
+    assert faults.inject("mysql-target", "restart").id == "f5"
+
+
+def test_a_shaping_file_of_valid_json_but_not_a_state_is_set_aside_too(tmp_path):
+    state = tmp_path / "shaping.json"
+    state.write_text('{"entries": [{"service": "mysql-source"}]}')
+    restart = Restart()
+    manager = ShapingManager(FakePlatform(LAB), Executor(dry_run=True), backends.KernelBackend(), state)
+    manager.start(interval=60, restart=restart)
+    manager.stop(clear_kernel=False)
+    assert manager.entries == {} and "KeyError" in restart.set_aside[0]
+    assert len(list(tmp_path.glob("shaping.json.unreadable-*"))) == 1
