@@ -87,13 +87,19 @@ def test_shaping_that_expired_while_the_controller_was_down_is_not_applied_even_
     assert restart.shaping[0] == "mysql-source -> all: duration over, cleared (while the controller was down)"
 
 
+def started_over(state, restart: Restart) -> ShapingManager:
+    """A shaping manager started on what a dead controller left in `state`, as the next start does."""
+    manager = ShapingManager(FakePlatform(LAB), Executor(dry_run=True), backends.KernelBackend(), state)
+    manager.start(interval=60, restart=restart)
+    manager.stop(clear_kernel=False)
+    return manager
+
+
 def test_an_unreadable_shaping_file_is_set_aside_not_a_crash_loop(tmp_path):
     state = tmp_path / "shaping.json"
     state.write_text('{"entries": [')
     restart = Restart()
-    manager = ShapingManager(FakePlatform(LAB), Executor(dry_run=True), backends.KernelBackend(), state)
-    manager.start(interval=60, restart=restart)
-    manager.stop(clear_kernel=False)
+    manager = started_over(state, restart)
     kept = list(tmp_path.glob("shaping.json.unreadable-*"))
     assert len(kept) == 1 and kept[0].read_text() == '{"entries": ['
     assert (
@@ -187,8 +193,6 @@ def test_a_shaping_file_of_valid_json_but_not_a_state_is_set_aside_too(tmp_path)
     state = tmp_path / "shaping.json"
     state.write_text('{"entries": [{"service": "mysql-source"}]}')
     restart = Restart()
-    manager = ShapingManager(FakePlatform(LAB), Executor(dry_run=True), backends.KernelBackend(), state)
-    manager.start(interval=60, restart=restart)
-    manager.stop(clear_kernel=False)
+    manager = started_over(state, restart)
     assert manager.entries == {} and "KeyError" in restart.set_aside[0]
     assert len(list(tmp_path.glob("shaping.json.unreadable-*"))) == 1
