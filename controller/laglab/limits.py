@@ -32,7 +32,12 @@ POINTS = _limit("points", 1_000, "points", "points one run may measure: the swee
 TIMELINE_EVENTS = _limit(
     "timeline_events", 10_000, "changes", "changes one point's timeline schedules (repeats and trace rows counted)"
 )
-ACTIVE_FAULTS = _limit("active_faults", 32, "faults", "faults with a duration in force at once (409 over it)")
+ACTIVE_FAULTS = _limit(
+    "active_faults",
+    32,
+    "faults",
+    "faults in force at once: with a duration, or kill, stop, pause until undone (409 over it)",
+)
 PARTITIONS = _limit("partitions", 16, "partitions", "partitions in force at once (409 over it)")
 LONG_CHECKS = _limit(
     "long_checks", 1, "per kind", "consistency checks, and link verifications, running at once (409 while one runs)"

@@ -9,7 +9,12 @@ from .base import TIME, Session, comma_list, pass_session, table
 
 
 def _fault_line(f: dict) -> str:
-    lasting = f", undone by {f['undo']} after {f['duration_seconds']:g} s" if f.get("duration_seconds") else ""
+    if f.get("duration_seconds") is not None and f.get("undo"):
+        lasting = f", undone by {f['undo']} after {f['duration_seconds']:g} s"
+    elif f.get("undo") and f.get("active"):
+        lasting = f", in force until: laglab fault undo {f['id']}"
+    else:
+        lasting = ""
     effect = f" (in effect after {f['effect_ms']:.0f} ms)" if f.get("effect_ms") is not None else ""
     return f"fault {f['id']}: {f['action']} {f['service']}{effect}{lasting}"
 
@@ -26,6 +31,7 @@ def fault(ctx: click.Context) -> None:
       laglab fault pause mysql-target --for 20s
       laglab fault list
       laglab fault undo f3
+      laglab fault undo                   every fault in force
     """
     if ctx.invoked_subcommand is None:
         ctx.invoke(fault_list)
@@ -72,16 +78,23 @@ def fault_list(session: Session) -> None:
 
 
 @fault.command()
-@click.argument("fault_id")
+@click.argument("fault_id", metavar="[ID]", required=False)
 @pass_session
-def undo(session: Session, fault_id: str) -> None:
-    """Undo an active fault now.
+def undo(session: Session, fault_id: str | None) -> None:
+    """Undo a fault in force now, or every one (as heal does for partitions): a kill or stop is started
+    again, a pause unpaused.
 
     \b
-    Example:  laglab fault undo f3
+    Examples:
+      laglab fault undo f3
+      laglab fault undo
     """
-    fault_id = f"f{fault_id}" if fault_id.isdigit() else fault_id  # `fault list` shows f3; 3 means it too
-    session.emit(session.call("DELETE", f"/api/faults/{fault_id}", timeout=120), lambda f: click.echo("undone: " + _fault_line(f)))  # fmt: skip
+    if fault_id is None:
+        ids = [f["id"] for f in session.call("GET", "/api/faults")["active"]]
+    else:
+        ids = [f"f{fault_id}" if fault_id.isdigit() else fault_id]  # `fault list` shows f3; 3 means it too
+    undone = [session.call("DELETE", f"/api/faults/{i}", timeout=120) for i in ids]
+    session.emit(undone, lambda fs: [click.echo("undone: " + _fault_line(f)) for f in fs] or click.echo("no fault in force"))  # fmt: skip
 
 
 class _GroupsAroundDashes(click.Command):

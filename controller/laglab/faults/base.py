@@ -28,6 +28,12 @@ class Action:
     undo: str | None
     description: str
 
+    @property
+    def disrupts(self) -> bool:
+        """It takes a running service out of service (kill, stop, pause): without a duration it stays in
+        force until `fault undo` (or the action that reverses it) ends it. start and unpause do not."""
+        return self.undo is not None and not self.reached(ServiceState(running=True))
+
 
 ACTIONS: dict[str, Action] = {}
 

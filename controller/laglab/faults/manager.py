@@ -49,7 +49,9 @@ class Fault:
 
     @property
     def active(self) -> bool:
-        return self.undo_action is not None and self.duration is not None and self.undone is None and not self.error
+        """In force: undone by its timer (a duration), by `fault undo`, or by the action that reverses it
+        (kill, stop and pause without a duration stay in force until then; #36.2)."""
+        return self.undo_action is not None and self.undone is None and not self.error
 
     def to_wire(self) -> dict:
         return {k: getattr(self, k) for k in ("id", "service", "action", "duration", "asked", "effect", "undo_action")}
@@ -70,7 +72,7 @@ class Fault:
             "asked": iso(self.asked),
             "effect": iso(self.effect) if self.effect else None,
             "effect_ms": None if self.effect is None else round((self.effect - self.asked) * 1000, 1),
-            "undo": self.undo_action if self.duration is not None else None,
+            "undo": self.undo_action,
             "undone": iso(self.undone) if self.undone else None,
             "active": self.active,
             "error": self.error,
@@ -102,23 +104,33 @@ class FaultManager:
                 raise FaultError(Kind.INVALID, f"duration: {action} cannot be undone; leave duration out")
             if not 0 <= duration <= MAX_DURATION:  # 0: undone as soon as it took effect (a blip)
                 raise FaultError(Kind.INVALID, f"duration: {duration:g}s is out of range (up to {MAX_DURATION:g}s)")
-        if duration is not None and len(self.active()) >= limits.ACTIVE_FAULTS:
+        lasting = duration is not None or spec.disrupts
+        if lasting and len(self.active()) >= limits.ACTIVE_FAULTS:
             raise FaultError(
                 Kind.CONFLICT,
-                f"duration: {limits.ACTIVE_FAULTS} faults with a duration are in force, at most "
+                f"action: {limits.ACTIVE_FAULTS} faults are in force, at most "
                 f"{limits.ACTIVE_FAULTS} (limit active_faults): undo one first",
             )
         state = self._state(service)
         if not spec.needs(state):
             raise FaultError(Kind.CONFLICT, f"service: {service} is not {spec.needs_text} (it is {state.text})")
-        fault = Fault(f"f{next(self._ids)}", service, action, duration, time.time(), undo_action=spec.undo)
+        # `fault start X` after `fault kill X`: the start ends the kill (no fault of its own to undo).
+        ended = [f for f in self.active() if f.service == service and f.undo_action == action]
+        fault = Fault(f"f{next(self._ids)}", service, action, duration, time.time(),
+                      undo_action=spec.undo if lasting else None)  # fmt: skip
         fault.effect = self._do(service, spec)
+        for earlier in ended:
+            with earlier._undo_lock:
+                if earlier._timer is not None:
+                    earlier._timer.cancel()
+                earlier.undone = fault.effect
         with self._lock:
             self.recent.append(fault)
             if fault.active:
                 self.live[fault.id] = fault
         self._save()
-        self._event(f"{service}: {action}" + (f" for {duration:g}s" if duration is not None else ""))
+        ends = f" (ends {', '.join(f.id for f in ended)})" if ended else ""
+        self._event(f"{service}: {action}" + (f" for {duration:g}s" if duration is not None else "") + ends)
         if duration is not None and timer:
             # The duration is how long the fault lasts once it took effect (a clean stop takes seconds).
             self._arm(fault, duration)
@@ -134,8 +146,8 @@ class FaultManager:
         its timer a moment ago, or by an earlier call) is answered as it is; a fault without a duration
         has nothing to undo (409)."""
         fault = self.get(fault_id)
-        if fault.undo_action is None or fault.duration is None:
-            raise FaultError(Kind.CONFLICT, f"fault: {fault_id} has no duration, so nothing to undo")
+        if fault.undo_action is None:
+            raise FaultError(Kind.CONFLICT, f"fault: {fault_id} ({fault.action}) has nothing to undo")
         if fault._timer is not None:
             fault._timer.cancel()
         self._undo(fault)
@@ -177,9 +189,10 @@ class FaultManager:
             try:
                 fault = Fault(**{k: item[k] for k in ("id", "service", "action", "duration", "asked", "effect")},
                               undo_action=item["undo_action"])  # fmt: skip
-                if fault.action not in ACTIONS or fault.undo_action not in ACTIONS or fault.due is None:
-                    raise TypeError(f"not a fault with a duration: {item!r:.120}")
-                float(fault.due)
+                if fault.action not in ACTIONS or fault.undo_action not in ACTIONS:
+                    raise TypeError(f"not a fault in force: {item!r:.120}")
+                if fault.due is not None:
+                    float(fault.due)
             except (KeyError, TypeError, ValueError) as error:  # a hand-edited or foreign file: said, not a crash
                 if restart is not None:
                     restart.add("set_aside", f"faults.json: an entry skipped ({type(error).__name__})")
@@ -190,6 +203,8 @@ class FaultManager:
             if not self._reached(fault.service, ACTIONS[fault.action]):
                 fault.undone = now  # someone (make up unpauses what compose cannot start past) undid it
                 text = f"{fault.id} ({fault.action} {fault.service}) found undone already"
+            elif fault.due is None:
+                text = f"{fault.id} ({fault.action} {fault.service}) still in force: ./laglab fault undo {fault.id} ends it"
             elif fault.due <= now:
                 try:
                     self._undo(fault)

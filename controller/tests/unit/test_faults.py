@@ -104,7 +104,7 @@ def calls(faults):
 def test_kill_is_sigkill_and_its_effect_is_seen_in_the_state(faults):
     fault = faults.inject("mysql-target", "kill")
     assert calls(faults) == [("kill", "SIGKILL")]
-    assert fault.effect >= fault.asked and not fault.active, "no duration: nothing to undo"
+    assert fault.effect >= fault.asked and fault.active, "no duration: in force until undone"
     assert faults.platform.client.states["id-target"]["Running"] is False
     assert faults.events.since(0)[-1]["text"] == "mysql-target: kill"
 
@@ -126,10 +126,20 @@ def test_undo_now_cancels_the_timer(faults):
     plain = faults.inject("mysql-target", "restart")
     with pytest.raises(FaultError) as caught:
         faults.undo(plain.id)
-    assert (status_of(caught.value), caught.value.message) == (
-        409,
-        f"fault: {plain.id} has no duration, so nothing to undo",
-    )
+    assert (status_of(caught.value), caught.value.message) == (409, f"fault: {plain.id} (restart) has nothing to undo")
+
+
+def test_a_fault_without_a_duration_stays_until_undone_or_reversed(faults):
+    """#36.2: docs/faults.md's `fault pause mysql-target  # frozen until: ./laglab fault undo <id>` got
+    409 (only a fault with a duration could be undone), and the pause was left for good."""
+    paused = faults.inject("mysql-target", "pause")
+    assert paused.active and [f.id for f in faults.active()] == [paused.id]
+    assert faults.undo(paused.id) is paused and not paused.active
+    assert calls(faults) == [("pause",), ("unpause",)]
+    killed = faults.inject("mysql-target", "kill")
+    started = faults.inject("mysql-target", "start")  # the action that reverses it ends it
+    assert not killed.active and killed.undone == started.effect and not started.active
+    assert faults.listing()["active"] == [] and faults.events.since(0)[-1]["text"].endswith(f"(ends {killed.id})")
 
 
 def test_undoing_a_fault_its_timer_is_undoing_is_not_an_error(faults):
