@@ -91,4 +91,11 @@ def load_stop():
 )  # fmt: skip
 def results_file(name):
     root = Path(current_app.config["RESULTS_DIR"]).resolve()
-    return send_from_directory(root, name)  # refuses paths outside root (404)
+    response = send_from_directory(root, name)  # refuses paths outside root (404)
+    # A results file is shown, never run: report.html in a sandbox (no script, no storage of this
+    # origin, where the dashboard keeps the token), images only from itself.
+    response.headers["Content-Security-Policy"] = (
+        "sandbox; default-src 'none'; img-src data: 'self'; style-src 'unsafe-inline'"
+    )
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    return response

@@ -79,7 +79,7 @@ def index():
     return {"runs": [r.as_json() | {"summary": None, "links": links(r)} for r in parts.lab().runs.values()]}
 
 
-REPORT_FILES = ("report.md", "sweep.png", "lag.png")
+REPORT_FILES = ("report.html", "report.md", "sweep.png", "lag.png")
 
 
 def links(run: ScenarioRun) -> dict[str, str]:

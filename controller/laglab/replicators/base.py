@@ -84,7 +84,7 @@ class Replicator:
         for name, value in options.items():
             if name == "kind":
                 continue
-            unit = (fields[name].description or "") if name in fields else ""
+            unit = ((fields[name].json_schema_extra or {}).get("unit", "")) if name in fields else ""
             named = name
             if name.endswith(("_ms", "_bytes")):  # the unit goes with the value: "group timeout 100 ms"
                 named, unit = name.rsplit("_", 1)[0], name.rsplit("_", 1)[1]

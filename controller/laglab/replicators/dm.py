@@ -133,12 +133,12 @@ class DmOptions(BaseModel):
     """The task's units."""
 
     model_config = ConfigDict(extra="forbid")
-    task_mode: Literal["all", "full", "incremental"] = "incremental"
-    mydumper_threads: int = Field(4, ge=1, le=256)
-    mydumper_rows: int = Field(0, ge=0)
-    loader_pool_size: int = Field(16, ge=1, le=1024)
-    syncer_worker_count: int = Field(16, ge=1, le=1024)
-    syncer_batch: int = Field(100, ge=1, le=100_000)
+    task_mode: Literal["all", "full", "incremental"] = Field("incremental", description="dm: the task's mode")
+    mydumper_threads: int = Field(4, ge=1, le=256, description="dm: the dump's threads")
+    mydumper_rows: int = Field(0, ge=0, description="dm: rows per dump chunk (0: whole tables)")
+    loader_pool_size: int = Field(16, ge=1, le=1024, description="dm: the load's connections")
+    syncer_worker_count: int = Field(16, ge=1, le=1024, description="dm: the syncer's workers")
+    syncer_batch: int = Field(100, ge=1, le=100_000, description="dm: statements per syncer transaction")
 
 
 class Dm(SourceToTarget):

@@ -310,13 +310,21 @@ class DtleOptions(BaseModel):
     point's link, as the reference experiments set it."""
 
     model_config = ConfigDict(extra="forbid")
-    group_max_size: int = Field(1, ge=1, le=1 << 30, description="bytes")
-    group_timeout_ms: Annotated[int | Literal["auto"], BeforeValidator(_group_timeout)] = 100
-    repl_chan_buffer_size: int = Field(32, ge=1, le=100_000)
-    chunk_size: int = Field(2000, ge=1, le=1_000_000)
+    group_max_size: int = Field(
+        1,
+        ge=1,
+        le=1 << 30,
+        description="dtle: bytes a message groups before it is sent",
+        json_schema_extra={"unit": "bytes"},
+    )
+    group_timeout_ms: Annotated[int | Literal["auto"], BeforeValidator(_group_timeout)] = Field(100, description="dtle: ms a group waits to fill; `auto` = 2 x one-way delay - 10 ms")  # fmt: skip
+    repl_chan_buffer_size: int = Field(32, ge=1, le=100_000, description="dtle: the job's ReplChanBufferSize")
+    chunk_size: int = Field(2000, ge=1, le=1_000_000, description="dtle: rows per chunk of the full copy")
     # An agent that answers nothing (its /metrics) this long fails the wait it holds up at once, with
     # the reason: a killed dtle-dst used to cost a 120 s catch-up wait and a 300 s hand-back wait.
-    unreachable_seconds: int = Field(30, ge=5, le=3600, description="seconds an agent may not answer")
+    unreachable_seconds: int = Field(
+        30, ge=5, le=3600, description="dtle: seconds an agent may not answer before a wait fails"
+    )
 
 
 class Dtle(SourceToTarget):

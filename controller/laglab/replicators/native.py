@@ -367,11 +367,11 @@ class NativeOptions(BaseModel):
     """The replica connection's options a point sets (MySQL; MariaDB runs with the defaults only)."""
 
     model_config = ConfigDict(extra="forbid")
-    compression: Literal["uncompressed", "zlib", "zstd"] = "uncompressed"
-    zstd_level: int = Field(3, ge=1, le=22)
-    binlog_transaction_compression: bool = False
-    ssl: bool = False
-    semi_sync: bool = False
+    compression: Literal["uncompressed", "zlib", "zstd"] = Field("uncompressed", description="native: the replica connection's protocol compression (SOURCE_COMPRESSION_ALGORITHMS)")  # fmt: skip
+    zstd_level: int = Field(3, ge=1, le=22, description="native: with zstd")
+    binlog_transaction_compression: bool = Field(False, description="native: the source compresses transactions in the binlog")  # fmt: skip
+    ssl: bool = Field(False, description="native: the replica connects over TLS")
+    semi_sync: bool = Field(False, description="native: semi-synchronous replication (the source waits for one replica)")  # fmt: skip
 
 
 class Native(SourceToTarget):

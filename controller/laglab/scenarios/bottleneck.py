@@ -277,6 +277,18 @@ def client_across(p: dict, wmem: int, tolerance: Tolerance) -> dict:
             "measured": measured, "agrees": agrees, "words": words}  # fmt: skip
 
 
+# What each `bound` means, for the legend under report.md's table (#36.5: "bound: load" unexplained).
+BOUNDS = {
+    "link": "the writes need more than the link carries (its measured goodput): lag grows with the binlog the link cannot send",
+    "tcp buffers": "one TCP stream's send buffer per round trip carries less than the link's rate: the buffers bind, not the rate",
+    "load": "the link has room: the load's own rate sets the pace and the network does not bind (lag stays flat)",
+    "round trip": "each commit waits a round trip (semi-sync's ack, a cluster's certification): threads / RTT caps the rate",
+    "round trip (shared)": "faster than a round trip per commit: commits were grouped, or the delayed node was off their path",
+    "cpu or flow control": "slower than the round trips explain: the CPU or the cluster's flow control binds",
+    "cpu": "the client or the server's CPU binds before the link",
+}
+
+
 def lines(summary: dict, environment: dict | None = None) -> list[str]:
     """report.md's section: per point, the model, what binds, predicted against measured."""
     found = summary.get("bottlenecks") or explain(summary, environment)
@@ -302,4 +314,7 @@ def lines(summary: dict, environment: dict | None = None) -> list[str]:
     for f in found:
         agrees = {True: "yes", False: "**no**", None: "-"}[f["agrees"]]
         out.append(f"| {f['point']} | {f['model']} | {f['bound'] or '-'} | {agrees} | {f['words']} |")
+    seen = [b for b in BOUNDS if any(f["bound"] == b for f in found)]
+    if seen:
+        out += ["", "Bounds: " + "; ".join(f"**{b}**: {BOUNDS[b]}" for b in seen) + "."]
     return out

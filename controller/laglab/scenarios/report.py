@@ -17,7 +17,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from . import bottleneck, report_search, verdict, words
+from . import bottleneck, report_html, report_search, verdict, words
 
 
 def _csv(path: Path) -> list[dict]:
@@ -535,6 +535,8 @@ def render(run: Path) -> Path:
             elif isinstance(found, list):
                 found = ", ".join(map(str, found))
             lines.append(f"| {key.replace('_', ' ')} | {found} |")
+    between = (((plan or {}).get("scenario") or {}).get("link") or {}).get("between") or ["a", "b"]
+    a_end, b_end = between[0], between[1]
     swept = list(summary.get("sweep") or {})
     if searched:  # the probes' own value is a column too
         swept.append(summary["knees"][0]["param"])
@@ -545,7 +547,8 @@ def render(run: Path) -> Path:
         # One column per swept key, its values in words with units (`DTLE (...)`, `300 TPS`).
         "| # | "
         + (" | ".join(words.axis(k) for k in swept) or "parameters")
-        + " | RTT asked / measured (ms) | rate asked / measured (Mbit/s) | verified | max lag (s) | p95 lag (s) | slope (s/s) | TPS | QPS | link Mbit/s (a→b / b→a) | binlog Mbit/s | assertions |",
+        + " | RTT asked / measured (ms) | rate asked / measured (Mbit/s) | verified | max lag (s) | p95 lag (s) | slope (s/s) | TPS | QPS | "
+        + f"link Mbit/s ({a_end}→{b_end} / back) | binlog Mbit/s | assertions |",
         "|---" * (max(1, len(swept)) + 12) + "|",
     ]
     for p in summary.get("points", []):
@@ -610,12 +613,14 @@ def render(run: Path) -> Path:
         lines += ["", "## Plots", ""] + [f"![{p}]({p})" for p in plots]
     lines += [
         "",
-        "Files: `scenario.yaml` (resolved), `environment.json`, `summary.json`, `lag.csv`, `links.csv`, `load.csv`"
+        "Files: `report.html` (this report as one page, plots inside: the file to attach to a ticket), "
+        "`scenario.yaml` (resolved), `environment.json`, `summary.json`, `lag.csv`, `links.csv`, `load.csv`"
         + (", `events.csv`." if any(p.get("timeline") for p in summary.get("points", [])) else "."),
         "",
     ]
     out = run / "report.md"
     out.write_text("\n".join(lines))
+    report_html.write(run, "\n".join(lines))
     return out
 
 

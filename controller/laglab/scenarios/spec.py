@@ -99,7 +99,7 @@ class _Replicator(Section):
 def _replicator_model() -> type[Section]:
     """The `replicator:` section: `kind` and every kind's Options fields, built from the kinds (a new
     kind's options come with its module; nothing here names them)."""
-    fields: dict = {"kind": (Literal[tuple(KINDS)], "native")}  # type: ignore[valid-type]
+    fields: dict = {"kind": (Literal[tuple(KINDS)], Field("native", description="what replicates: profiles.md; each option below names its kind"))}  # type: ignore[valid-type]  # fmt: skip
     for cls in KINDS.values():
         for name, info in cls.Options.model_fields.items() if cls.Options is not None else ():
             if name in fields:
@@ -112,22 +112,24 @@ Replicator = _replicator_model()
 
 
 class Data(Section):
-    tables: int = Field(4, ge=1, le=64)
-    rows: int = Field(10000, ge=1, le=10_000_000)
+    """The tables the load writes (sysbench's sbtest1..N in the lab database), made before each point."""
+
+    tables: int = Field(4, ge=1, le=64, description="sysbench tables")
+    rows: int = Field(10000, ge=1, le=10_000_000, description="rows per table")
 
 
 class Link(Section):
     """The weak link: between two services, or (`matrix`) between groups of services. `preset` fills
     rtt and the rates from the shipped table (laglab/presets.yaml); keys given here win over it."""
 
-    between: tuple[str, str] = ("mysql-source", "mysql-target")
-    preset: str | None = None
-    rtt: Seconds(120.0) = 0.0
-    jitter: Seconds(120.0) = 0.0
-    loss: str = "0%"
-    rate: str | None = None  # first -> second service (and back, unless rate_reverse)
-    rate_reverse: str | None = None  # second -> first
-    matrix: Matrix | None = None
+    between: tuple[str, str] = Field(("mysql-source", "mysql-target"), description="the link's two services (a replicator other than native: its own hop, unless given)")  # fmt: skip
+    preset: str | None = Field(None, description="a link of the shipped table: `laglab preset` lists them")
+    rtt: Seconds(120.0) = Field(0.0, description="round trip; half of it is added each way")
+    jitter: Seconds(120.0) = Field(0.0, description="± around the delay (half each way); needs rtt")
+    loss: str = Field("0%", description="packet loss each way, e.g. `0.5%`")
+    rate: str | None = Field(None, description="bandwidth, tc units (`2mbit`, `512kbit`): first -> second service, and back unless rate_reverse")  # fmt: skip
+    rate_reverse: str | None = Field(None, description="bandwidth second -> first service")
+    matrix: Matrix | None = Field(None, description="delays between groups of services instead of one link (alone: no rtt, rate, ...)")  # fmt: skip
 
     @model_validator(mode="before")
     @classmethod
@@ -204,31 +206,31 @@ class Link(Section):
 class Cluster(Section):
     """A three-node cluster scenario: load on `write_node`, extra delay on everything `delayed_node` sends."""
 
-    write_node: int = Field(1, ge=1, le=3)
-    delayed_node: int = Field(3, ge=1, le=3)
-    delay: Seconds(60.0) = 0.0
+    write_node: int = Field(1, ge=1, le=3, description="the node the load writes to")
+    delayed_node: int = Field(3, ge=1, le=3, description="the node whose sent packets are delayed")
+    delay: Seconds(60.0) = Field(0.0, description="the extra one-way delay on delayed_node")
 
 
 class Load(Section):
-    tool: Literal["sysbench", "mysqlslap", "none"] = "sysbench"
-    script: Literal[SCRIPTS] = "oltp_write_only"  # type: ignore[valid-type]
-    threads: int = Field(4, ge=1, le=1024)
+    """What writes on the source while each point is measured."""
+
+    tool: Literal["sysbench", "mysqlslap", "none"] = Field("sysbench", description="`none`: no load (a timeline alone)")  # fmt: skip
+    script: Literal[SCRIPTS] = Field("oltp_write_only", description="the sysbench script")  # type: ignore[valid-type]
+    threads: int = Field(4, ge=1, le=1024, description="client connections (mysqlslap: --concurrency)")
     rate: int = Field(0, ge=0, le=1_000_000, description="transactions per second (sysbench --rate); 0 = unlimited")
-    duration: Seconds(86400.0) = 60.0
+    duration: Seconds(86400.0) = Field(60.0, description="the measured window of each point (sysbench --time)")
     # Where sysbench sends the lab's account: the lab's own servers only (a cluster point writes to its node).
-    target: Literal["mysql-source", "mysql-target"] = "mysql-source"
-    protocol: Literal["plain", "compressed", "tls"] = "plain"  # sysbench --mysql-compression / --mysql-ssl
-    # sysbench is started again (every second) when the server drops it (a crash, a restart in the
-    # timeline), until load.duration is over; each restart is counted in the point's summary.
-    reconnect: bool = False
-    # mysqlslap: `threads` is --concurrency; it runs `queries` of `query` once (duration is not used).
-    query: str = "INSERT INTO laglab_slap (c) VALUES ('abcde')"
-    queries: int = Field(500, ge=1, le=10_000_000)
+    target: Literal["mysql-source", "mysql-target"] = Field("mysql-source", description="the server the load writes to")  # fmt: skip
+    protocol: Literal["plain", "compressed", "tls"] = Field("plain", description="the client protocol (sysbench --mysql-compression / --mysql-ssl)")  # fmt: skip
+    reconnect: bool = Field(False, description="start sysbench again (every second) when the server drops it, until duration is over; each restart is counted")  # fmt: skip
+    query: str = Field("INSERT INTO laglab_slap (c) VALUES ('abcde')", description="mysqlslap: the statement, run `queries` times once (duration is not used)")  # fmt: skip
+    queries: int = Field(500, ge=1, le=10_000_000, description="mysqlslap: how many")
     # SQL the server runs before mysqlslap (over PyMySQL: no client program reads it, so `\\! cmd` is SQL
     # the server refuses, not a command).
     setup: str = Field(
-        "CREATE TABLE IF NOT EXISTS laglab_slap (id BIGINT AUTO_INCREMENT PRIMARY KEY, c CHAR(5))", max_length=10_000
-    )
+        "CREATE TABLE IF NOT EXISTS laglab_slap (id BIGINT AUTO_INCREMENT PRIMARY KEY, c CHAR(5))", max_length=10_000,
+        description="mysqlslap: SQL the server runs first",
+    )  # fmt: skip
 
     @property
     def seconds(self) -> int:
@@ -237,10 +239,13 @@ class Load(Section):
 
 
 class Verify(Section):
-    rtt_tolerance_ms: float = Field(5.0, ge=0)
-    rtt_tolerance_pct: float = Field(10.0, ge=0)
-    rate_tolerance_pct: float = Field(15.0, ge=0)
-    throughput_seconds: int = Field(2, ge=1, le=30)
+    """The link measured before each point (ping and iperf3 inside the lab) against what was asked: a
+    point whose link is off by more than these fails its verification."""
+
+    rtt_tolerance_ms: float = Field(5.0, ge=0, description="the measured RTT may differ from the asked one by this many ms ...")  # fmt: skip
+    rtt_tolerance_pct: float = Field(10.0, ge=0, description="... or by this share of it, whichever is larger")
+    rate_tolerance_pct: float = Field(15.0, ge=0, description="measured goodput below the asked rate by at most this")
+    throughput_seconds: int = Field(2, ge=1, le=30, description="iperf3 seconds per direction")
 
 
 def compare(measured: float | None, op: str, value: float) -> bool:
@@ -251,6 +256,9 @@ def compare(measured: float | None, op: str, value: float) -> bool:
 
 
 class Assertion(Section):
+    """A check every point must pass, written `lag_slope > 0.01` (metric, op, number); the report's
+    verdict and `laglab run`'s exit code follow them."""
+
     metric: Literal[METRICS]  # type: ignore[valid-type]
     op: Literal["<", "<=", ">", ">="]
     value: float
@@ -275,15 +283,13 @@ class Search(Section):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     param: Literal[tuple(SEARCHABLE)]  # type: ignore[valid-type]
-    low: int | float | str = Field(alias="from")
-    high: int | float | str = Field(alias="to")
-    until: str = "lag_slope < 0.005"
-    resolution: str | float = "5%"
-    goal: Literal["highest", "lowest"] | None = None
-    max_probes: int = Field(12, ge=2, le=40)
-    # What the knee must be, checked on each search's answer: 'knee >= 100', in the knob's units for
-    # a reader (TPS, threads, ms of RTT, Mbit/s of rate); a failed one fails the run's check (exit 1).
-    expect: list[str] = []
+    low: int | float | str = Field(alias="from", description="the range's low end, in the knob's units")
+    high: int | float | str = Field(alias="to", description="the range's high end")
+    until: str = Field("lag_slope < 0.005", description="what a probe must keep to count as sustained: `<metric> <op> <number>`")  # fmt: skip
+    resolution: str | float = Field("5%", description="bisect until the bracket is this narrow")
+    goal: Literal["highest", "lowest"] | None = Field(None, description="default: the highest load.rate, load.threads or link.rtt, the lowest link.rate")  # fmt: skip
+    max_probes: int = Field(12, ge=2, le=40, description="probes per search at most")
+    expect: list[str] = Field([], description="what the knee must be, `knee >= 100` in the knob's units (TPS, threads, ms, Mbit/s); a failed one fails the run")  # fmt: skip
 
     @field_validator("expect")
     @classmethod
@@ -528,16 +534,17 @@ class Reference(Section):
 
 
 class Scenario(Section):
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")
-    description: str = ""
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$", description="the results folder's suffix: lower case, digits, -")  # fmt: skip
+    description: str = Field("", description="the ticket and its symptom: report.md's first paragraph")
+    expected: str = Field("", max_length=2000, description="what a user should see when it reproduces (the outcome in words), or `exploratory: ...`; report.md and `laglab scenario list` show it")  # fmt: skip
     replicator: Replicator = Replicator()
     data: Data = Data()
     link: Link = Link()
     load: Load = Load()
-    warmup: Seconds(3600.0) = 5.0
+    warmup: Seconds(3600.0) = Field(5.0, description="load before the measured window of each point (not counted)")
     verify: Verify = Verify()
     cluster: Cluster | None = None
-    timeline: list[Step] = []
+    timeline: list[Step] = Field([], description="changes during the measured window, each step one kind: shaping, clear, partition, heal, fault, trace")  # fmt: skip
     assertions: list[Assertion] = []
     reference: Reference | None = None
     search: Search | None = None

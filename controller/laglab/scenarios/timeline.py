@@ -37,12 +37,12 @@ EVENT_COLUMNS = [
 class _Step(Section):
     """When a step happens; what it does is the one kind field it has (`shaping:`, `fault:` ...)."""
 
-    at: Seconds(86400.0)
-    every: Seconds(86400.0) | None = None
+    at: Seconds(86400.0) = Field(description="from the start of the measured window")
+    every: Seconds(86400.0) | None = Field(None, description="repeat this often (at least 100ms)")
     times: int | None = Field(
         None, ge=1, le=100_000, description="with every: how many times (default: until the window ends)"
     )
-    duration: Seconds(86400.0) | None = None
+    duration: Seconds(86400.0) | None = Field(None, description="undo it after this long (shorter than every)")
 
     @property
     def kind(self) -> StepKind:

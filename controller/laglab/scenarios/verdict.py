@@ -57,6 +57,8 @@ def lines(summary: dict, scenario: dict | None, environment: dict) -> list[str]:
     if scenario:
         if scenario.get("description"):
             out += ["", f"**Reproduces:** {scenario['description']}"]
+        if scenario.get("expected"):
+            out += ["", f"**Expected:** {scenario['expected']}"]
         out += ["", "**Settings:** " + settings(scenario, environment)]
     return out
 
