@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 ARGS ?=
 
 PHONY_RUNS := run report clean-results
-.PHONY: $(PHONY_RUNS) help up down clean test test-unit test-integration test-kernel lint format consistency lag ps logs bench-startup bench-shaping bench-memory bench-tcp-buffers venv
+.PHONY: $(PHONY_RUNS) help up down clean test test-unit test-integration test-kernel lint format consistency lag docs ps logs bench-startup bench-shaping bench-memory bench-tcp-buffers venv
 
 .DEFAULT_GOAL := help
 help: ## every target with what it does (this list)
@@ -62,6 +62,9 @@ consistency: venv ## wait for the target to catch up, then compare every lab tab
 
 lag: venv ## latest lag sample (laglab lag)
 	@./laglab lag
+
+docs: venv ## write docs/ parts generated from the code (every laglab option, the scenario keys)
+	@scripts/docs
 
 ps:
 	@source scripts/env.sh && compose ps

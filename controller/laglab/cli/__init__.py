@@ -39,6 +39,7 @@ EPILOG = (
     epilog=EPILOG,
 )
 @main_options
+@click.version_option(package_name="laglab-controller", prog_name="laglab", message="%(prog)s %(version)s")
 @click.pass_context
 def cli(ctx: click.Context, json_output: bool, url: str | None, token: str | None, timeout: float) -> None:
     """laglab: shape the lab's network, watch replication lag, run scenarios.

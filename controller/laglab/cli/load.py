@@ -31,13 +31,13 @@ def load() -> None:
 
 
 @load.command()
-@click.option("--script", default="oltp_write_only", show_default=True, help="sysbench script.")
-@click.option("--rate", default=100, show_default=True, help="TPS; 0 = unlimited.")
-@click.option("--threads", default=4, show_default=True)
-@click.option("--seconds", default=600, show_default=True)
-@click.option("--tables", default=4, show_default=True)
-@click.option("--rows", default=10000, show_default=True, help="Rows per table.")
-@click.option("--prepare", is_flag=True, help="sysbench cleanup + prepare first.")
+@click.option("--script", default="oltp_write_only", show_default=True, help="The sysbench script (oltp_write_only, oltp_read_write, oltp_insert, ...).")  # fmt: skip
+@click.option("--rate", default=100, show_default=True, help="Transactions per second, in total; 0 = as fast as it goes.")  # fmt: skip
+@click.option("--threads", default=4, show_default=True, help="sysbench's connections to the source.")
+@click.option("--seconds", default=600, show_default=True, help="How long it runs, in seconds (then it stops by itself).")  # fmt: skip
+@click.option("--tables", default=4, show_default=True, help="sysbench's tables (sbtest1..N in the lab database).")
+@click.option("--rows", default=10000, show_default=True, help="Rows per table, when --prepare makes them.")
+@click.option("--prepare", is_flag=True, help="Drop and make the tables first (sysbench cleanup + prepare).")
 @pass_session
 def start(session: Session, **body) -> None:
     """Start sysbench in loadgen.

@@ -15,8 +15,14 @@ from .base import Failure, Session, check_failed, pass_session, refused, table
 
 
 def clock(seconds: float) -> str:
-    seconds = int(seconds)
-    return f"{seconds // 60}:{seconds % 60:02d}"
+    """A duration in words that cannot be read as a time of day: '45 s', '12 min 59 s', '1 h 05 min'
+    (#36.3: 'ETA 12:59' read as a clock time)."""
+    seconds = max(round(seconds), 0)
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
 
 
 def plan_lines(plan: Plan) -> list[str]:
@@ -55,7 +61,10 @@ def plan_lines(plan: Plan) -> list[str]:
 
 
 def summary_lines(run: dict) -> list[str]:
-    lines = [f"{run['status']}{': ' + run['reason'] if run['reason'] else ''} - report: {run['results']}/report.md"]
+    lines = [
+        f"{run['status']}{': ' + run['reason'] if run['reason'] else ''} - report: {run['results']}/report.md "
+        f"(to attach: {run['results']}/report.html)"
+    ]
     for point in run.get("summary") or []:
         verdict = "pass" if point["passed"] else "FAIL"
         if "cluster" in point:
@@ -90,11 +99,14 @@ def knee_words(knee: dict) -> str:
 @click.command()
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--quick", is_flag=True, help="The scenario's `quick` overrides (CI-sized).")
-@click.option("--plan", "plan_only", is_flag=True, help="Print the expanded points and the ETA; run nothing.")
+@click.option(
+    "--plan", "plan_only", is_flag=True, help="Print the expanded points and how long they take; run nothing."
+)
 @pass_session
 def run(session: Session, file: Path, quick: bool, plan_only: bool) -> None:
-    """Run a scenario and follow it to the end (progress and ETA); Ctrl-C interrupts it, and the
-    controller clears shaping, stops the load and keeps partial results.
+    """Run a scenario and follow it to the end (progress and the time to go); Ctrl-C interrupts it (as
+    `laglab runs stop` does from another terminal), and the controller clears shaping, stops the load
+    and keeps partial results.
 
     Exit 1 when the run failed or was interrupted, an assertion, a search's `expect` or verification
     failed, or the target differs from the source after it; 2 when the file is not a valid scenario.
@@ -110,7 +122,7 @@ def run(session: Session, file: Path, quick: bool, plan_only: bool) -> None:
         raise Failure(f"{file}: {error}", "usage") from error
     if not session.json_output:
         if plan.search is None:
-            click.echo(f"{plan.scenario.name}: {len(plan.points)} point(s), ETA {clock(plan.eta_seconds())}{' (quick)' if quick else ''}")  # fmt: skip
+            click.echo(f"{plan.scenario.name}: {len(plan.points)} point(s), about {clock(plan.eta_seconds())} in all{' (quick)' if quick else ''}")  # fmt: skip
         else:
             click.echo(f"{plan.scenario.name}: {len(plan.points)} search(es), at most {plan.most_points()} probes, "
                        f"at most {clock(plan.eta_seconds())}{' (quick)' if quick else ''}")  # fmt: skip
@@ -137,7 +149,9 @@ def run(session: Session, file: Path, quick: bool, plan_only: bool) -> None:
             words_now = f" ({current['point_words']})" if current.get("point_words") else ""
             line = f"point {current['point'] or '-'}/{current['points']}{words_now}: {current['step']}"
             if line != last and not session.json_output:
-                click.echo(f"[{clock(current['elapsed_seconds'])} elapsed, ETA {clock(current['eta_seconds'])}] {line}")
+                click.echo(
+                    f"[{clock(current['elapsed_seconds'])} elapsed, about {clock(current['eta_seconds'])} to go] {line}"
+                )
             last = line
     except KeyboardInterrupt:
         click.echo("\ninterrupting: the controller cleans up and keeps partial results ...", err=True)
@@ -157,19 +171,46 @@ def run(session: Session, file: Path, quick: bool, plan_only: bool) -> None:
         raise check_failed(f"run {current['id']}: a check failed (above)")
 
 
-@click.command()
+@click.group(invoke_without_command=True)
 @pass_session
 def runs(session: Session) -> None:
-    """This controller's scenario runs, newest last.
+    """This controller's scenario runs, newest last; `runs stop` interrupts one.
 
     \b
-    Example:  laglab runs
+    Examples:
+      laglab runs
+      laglab runs stop
     """
+    if click.get_current_context().invoked_subcommand is not None:
+        return
     body = session.call("GET", "/api/runs")["runs"]
     session.emit(body, lambda rs: table(
         ("id", "status", "points", "step", "elapsed", "results"),
         [(r["id"], r["status"], f"{r['point'] or '-'}/{r['points']}", r["step"], clock(r["elapsed_seconds"]), r["results"]) for r in rs],
     ))  # fmt: skip
+
+
+@runs.command(name="stop")
+@click.argument("run_id", metavar="[ID]", required=False)
+@pass_session
+def stop_run(session: Session, run_id: str | None) -> None:
+    """Interrupt a run (default: the one in progress), as Ctrl-C in `laglab run` does: the controller
+    clears shaping, stops the load and keeps the partial results with their report.
+
+    \b
+    Examples:
+      laglab runs stop
+      laglab runs stop 20261127T011500Z-ticket-4711
+    """
+    if run_id is None:
+        going = [r for r in session.call("GET", "/api/runs")["runs"] if r["step"] != "done"]
+        if not going:
+            raise refused("runs stop: no run in progress (laglab runs lists them)")
+        run_id = going[-1]["id"]
+    elif session.call("GET", f"/api/runs/{run_id}")["step"] == "done":
+        raise refused(f"runs stop: run {run_id} has finished; nothing to stop")
+    stopped = session.call("DELETE", f"/api/runs/{run_id}")
+    session.emit(stopped, lambda r: click.echo(f"stopping run {r['id']}: the controller cleans up; results in {r['results']}"))  # fmt: skip
 
 
 @click.command()

@@ -73,6 +73,7 @@ def new(name, rtt, rate, loss, write_rate, threads, duration, server, symptom, e
             f"#   ./laglab run {output or f'scenarios/{name}.yaml'} --quick      (then without --quick)",
             f"name: {name}",
             f"description: {_quoted(said + (f' (server {server})' if server else ''))}",
+            f"expected: {_quoted('the symptom reproduces: ' + ', '.join(checks) + ' in every point, nothing lost')}",
             "data: {tables: 4, rows: 10000}",
             f"link: {{between: [mysql-source, mysql-target], {link}}}",
             f"load: {{tool: sysbench, script: oltp_write_only, threads: {threads}, rate: {write_rate}, duration: {duration}}}",
@@ -81,7 +82,8 @@ def new(name, rtt, rate, loss, write_rate, threads, duration, server, symptom, e
             *[f"  - {_quoted(c)}" for c in checks],
             "quick:",
             "  data.rows: 1000",
-            "  load.duration: 60s",
+            "  load.duration: 30s",
+            "  warmup: 5s",
             "",
         ]
     )
@@ -100,7 +102,8 @@ def new(name, rtt, rate, loss, write_rate, threads, duration, server, symptom, e
 
 @scenario.command(name="list")
 def list_scenarios() -> None:
-    """The shipped scenarios: file, points and what each reproduces (its description).
+    """The shipped scenarios: file, points, what each reproduces (its description) and what a run
+    should show (its `expected`).
 
     \b
     Example:  laglab scenario list
@@ -110,6 +113,7 @@ def list_scenarios() -> None:
         try:
             plan = load_file(path)
             rows.append((path.name, len(plan.points), plan.scenario.description or "-"))
+            rows.append(("", "", f"expected: {plan.scenario.expected or '-'}"))
         except ScenarioError as error:
             rows.append((path.name, "-", f"invalid: {error}"))
     table(("file", "points", "reproduces"), rows)

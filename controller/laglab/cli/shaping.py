@@ -10,7 +10,7 @@ import yaml
 
 from ..scenarios import words
 from ..shaping.params import ParamError, format_time, parse_time
-from .base import TIME, Failure, Session, pass_session, refused, table
+from .base import TIME, Failure, Session, pass_session, table
 
 # The API's fields that take a value as written (tc's units), in the order a reader names them.
 FIELDS = ("delay", "jitter", "distribution", "correlation", "loss", "rate", "duplicate", "corrupt", "reorder", "gap")
@@ -50,8 +50,10 @@ def impairment_options(function):
         click.option("--loss", metavar="PERCENT", help="Random loss, e.g. 1%."),
         click.option("--gemodel", metavar="P[,R[,1-H[,1-K]]]", help="Gilbert-Elliott (bursty) loss instead of --loss."),
         click.option("--rate", metavar="RATE", help="Bandwidth, tc units: 2mbit, 512kbit, 1gbit (kbps = kbytes/s)."),
-        click.option("--duplicate", metavar="PERCENT"),
-        click.option("--corrupt", metavar="PERCENT"),
+        click.option("--duplicate", metavar="PERCENT", help="Packets sent twice, e.g. 0.1%."),
+        click.option(
+            "--corrupt", metavar="PERCENT", help="Packets with a flipped bit (the receiver drops them), e.g. 0.1%."
+        ),
         click.option("--reorder", metavar="PERCENT", help="Sent at once instead of delayed (needs --delay)."),
         click.option("--gap", type=int, metavar="N", help="Reorder every Nth packet."),
         click.option(
@@ -133,15 +135,25 @@ def shape(session: Session, service, peer, direction, link, rtt, **values) -> No
 @click.command()
 @click.argument("service", required=False)
 @click.option("--peer", metavar="SERVICE", help="Only the link to this service.")
+@click.option("--link", nargs=2, metavar="A B", help="Both directions of the link A-B (what shape --link set).")
 @pass_session
-def clear(session: Session, service: str | None, peer: str | None) -> None:
+def clear(session: Session, service: str | None, peer: str | None, link) -> None:
     """Remove shaping: every service's, one service's, or one link's.
 
     \b
     Examples:
       laglab clear
       laglab clear mysql-source --peer mysql-target
+      laglab clear --link mysql-source mysql-target
     """
+    if link:
+        if service or peer:
+            raise click.UsageError("--link A B goes alone (not with SERVICE or --peer)")
+        a, b = link
+        for one, other in ((a, b), (b, a)):
+            session.call("DELETE", f"/api/shaping/{one}?peer={other}")
+        session.emit({"cleared": "link", "link": [a, b]}, lambda _: click.echo(f"cleared the link {a} - {b} (both directions)"))  # fmt: skip
+        return
     if service is None:
         if peer:
             raise click.UsageError("--peer needs a SERVICE")
@@ -190,7 +202,8 @@ def show(session: Session, service: str | None) -> None:
 @click.option("--link", nargs=2, metavar="A B", help="Apply it to the link A-B (A's side is 'up').")
 @pass_session
 def preset(session: Session, name: str | None, link) -> None:
-    """A named link (access networks, regions' round trips): list them, or apply one to a link.
+    """A named link (access networks, regions' round trips): list them (no lab needed: the shipped
+    table, controller/laglab/presets.yaml), or apply one to a link.
 
     \b
     Examples:
@@ -198,12 +211,21 @@ def preset(session: Session, name: str | None, link) -> None:
       laglab preset dsl --link loadgen mysql-source
       laglab preset us-east-1/eu-west-1 --link mysql-source mysql-target
     """
-    presets = session.call("GET", "/api/presets")["presets"]
+    from .. import presets as shipped
+
+    presets = shipped.profiles()
     if name is None:
-        session.emit(presets, lambda p: table(("preset", "rtt", "up", "down", "table"), [(k, v.get("rtt"), v.get("up"), v.get("down"), v.get("table")) for k, v in sorted(p.items())]))  # fmt: skip
+
+        def human(p: dict) -> None:
+            table(("preset", "rtt", "up", "down", "table"), [(k, v.get("rtt"), v.get("up"), v.get("down"), v.get("table")) for k, v in sorted(p.items())])  # fmt: skip
+            click.echo("sources:")
+            for source in shipped.sources():
+                click.echo(f"  {source['table']} ({source['date']}): {source['source']}")
+
+        session.emit(presets, human)
         return
     if name not in presets:
-        raise refused(f"preset: no preset {name!r} (laglab preset lists them)")
+        raise Failure(f"preset: no preset {name!r} (laglab preset lists them)", "usage")
     if not link:
         raise click.UsageError("--link A B: where to apply it")
     chosen, (a, b) = presets[name], link

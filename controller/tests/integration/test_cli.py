@@ -65,7 +65,7 @@ def test_consistency_and_a_scenarios_plan(api):
     assert done.stdout.rstrip().endswith("identical")
     plan = laglab("run", "scenarios/replication-latency-sweep.yaml", "--plan", "--quick")
     assert plan.returncode == 0, plan.stderr
-    assert "point(s), ETA" in plan.stdout and "1. " in plan.stdout
+    assert "point(s), about " in plan.stdout and "1. " in plan.stdout
 
 
 def test_exit_codes(api):

@@ -18,6 +18,8 @@ from laglab.api import models
 from laglab.cli import cli
 from laglab.cli.base import EXIT_CODES
 
+from ..documented import parse_cli
+
 SAMPLE = {"time": "2026-11-25T18:00:00.123456Z", "epoch": 1.0, "status": "ok", "reason": None, "replica": "mysql-target",
           "lag_seconds": 0.25, "lag_error_seconds": 0.001, "applier_lag_seconds": 0.002, "transit_seconds": 0.1,
           "io_running": "Yes", "sql_running": "Yes"}  # fmt: skip
@@ -183,18 +185,38 @@ def test_fault_actions_are_the_controllers(controller):
 
 
 def test_preset_applies_its_round_trip_and_each_sides_rate(controller):
-    controller.answer(
-        "GET /api/presets", {"presets": {"dsl": {"rtt": "40ms", "up": "1mbit", "down": "8mbit", "table": "access"}}}
-    )
+    """dsl in presets.yaml: {rtt: 50ms, down: 1500kbit, up: 384kbit}: half the round trip each way, A
+    sends at `up`. The table is the shipped file, read by the command itself (#36.3: listing presets
+    needed the lab)."""
     controller.answer("PUT /api/shaping/loadgen", shaping_answer("loadgen", "mysql-source"))
     controller.answer("PUT /api/shaping/mysql-source", shaping_answer("mysql-source", "loadgen"))
     assert laglab(controller, "preset", "dsl", "--link", "loadgen", "mysql-source").exit_code == 0
-    assert controller.requests[1:] == [
-        ("PUT", "/api/shaping/loadgen", {"delay": "20ms", "rate": "1mbit", "peer": "mysql-source"}),
-        ("PUT", "/api/shaping/mysql-source", {"delay": "20ms", "rate": "8mbit", "peer": "loadgen"}),
+    assert controller.requests == [
+        ("PUT", "/api/shaping/loadgen", {"delay": "25ms", "rate": "384kbit", "peer": "mysql-source"}),
+        ("PUT", "/api/shaping/mysql-source", {"delay": "25ms", "rate": "1500kbit", "peer": "loadgen"}),
     ]
     result = laglab(controller, "preset", "nosuch", "--link", "a", "b")
-    assert result.exit_code == 3
+    assert result.exit_code == 2 and "no preset 'nosuch'" in result.output
+
+
+def test_presets_list_without_a_lab():
+    result = CliRunner().invoke(cli, ["--url", "http://127.0.0.1:9", "preset"])
+    assert result.exit_code == 0, result.output
+    assert re.search(r"^dsl\s+50ms\s+384kbit\s+1500kbit\s+access$", result.output, re.M)
+    assert re.search(r"^us-east-1/eu-west-1\s+[\d.]+ms\s", result.output, re.M)
+    assert "sources:" in result.output and "regions (" in result.output
+
+
+def test_clear_a_link_clears_both_directions(controller):
+    for a, _b in (("mysql-source", "mysql-target"), ("mysql-target", "mysql-source")):
+        controller.answer(f"DELETE /api/shaping/{a}", None, 204)
+    result = laglab(controller, "clear", "--link", "mysql-source", "mysql-target")
+    assert result.exit_code == 0, result.output
+    assert [(m, p) for m, p, _ in controller.requests] == [
+        ("DELETE", "/api/shaping/mysql-source?peer=mysql-target"),
+        ("DELETE", "/api/shaping/mysql-target?peer=mysql-source"),
+    ]
+    assert laglab(controller, "clear", "mysql-source", "--link", "a", "b").exit_code == 2
 
 
 def test_lag_prints_a_table_and_json(controller):
@@ -317,23 +339,9 @@ def test_every_help_example_parses_as_written(monkeypatch, tmp_path):
     monkeypatch.chdir(Path(__file__).resolve().parents[3])
     examples = list(help_examples())
     assert len(examples) > 20
-    import warnings
-
-    def unparsed(ctx):
-        with warnings.catch_warnings():  # click 8.2+: a group's subcommand is still in protected_args
-            warnings.simplefilter("ignore", DeprecationWarning)
-            return [*ctx.protected_args, *ctx.args]
-
     (tmp_path / "results" / "RUN").mkdir(parents=True)  # the one placeholder an example has
     for args in examples:
-        args = [str(tmp_path / a) if a == "results/RUN" else a for a in args]
-        ctx = cli.make_context("laglab", list(args))
-        command, rest = cli, unparsed(ctx)
-        while isinstance(command, click.Group) and rest:
-            name, command, rest = command.resolve_command(ctx, rest)
-            ctx = command.make_context(name, rest, parent=ctx)
-            rest = unparsed(ctx) if isinstance(command, click.Group) else []
-        assert not isinstance(command, click.Group) or command.invoke_without_command, args
+        parse_cli([str(tmp_path / a) if a == "results/RUN" else a for a in args])
 
 
 def test_a_ticket_becomes_a_scenario_file_that_validates(tmp_path):
@@ -351,7 +359,8 @@ def test_a_ticket_becomes_a_scenario_file_that_validates(tmp_path):
     assert (s.link.rtt, s.link.rate_bits, s.link.loss, s.load.rate, s.load.threads) == (0.18, 2e6, "0.1%", 150, 8)
     assert [str(a) for a in s.assertions] == ["lag_slope > 0.01"]
     assert s.description == "lag grows after 10 minutes (server mysql 8.0.32)"
-    assert quick.points[0].scenario.load.duration == 60.0
+    assert (quick.points[0].scenario.load.duration, quick.points[0].scenario.warmup) == (30.0, 5.0)
+    assert s.expected == "the symptom reproduces: lag_slope > 0.01 in every point, nothing lost"
     assert CliRunner().invoke(cli, args).exit_code != 0, "an existing file is kept without --force"
     bad = CliRunner().invoke(
         cli, [*args[:3], "--rtt", "180ms", "--rate", "2", "--write-rate", "150", "-o", str(tmp_path / "x.yaml")]
@@ -364,3 +373,42 @@ def test_the_shipped_scenarios_are_listed_with_what_they_reproduce():
     assert result.exit_code == 0
     assert "customer-example-rtt180-2mbit.yaml" in result.output and "Ticket #1234" in result.output
     assert "invalid" not in result.output
+
+
+def test_runs_stop_interrupts_the_run_in_progress(controller):
+    going = {"id": "r2", "step": "load", "results": "results/r2", "status": "running"}
+    controller.answer("GET /api/runs", {"runs": [{"id": "r1", "step": "done"}, going]})
+    controller.answer("DELETE /api/runs/r2", {**going, "status": "interrupted"}, 202)
+    result = laglab(controller, "runs", "stop")
+    assert result.exit_code == 0, result.output
+    assert controller.requests[-1][:2] == ("DELETE", "/api/runs/r2")
+    assert "stopping run r2" in result.output
+    controller.answer("GET /api/runs", {"runs": [{"id": "r1", "step": "done"}]})
+    result = laglab(controller, "runs", "stop")
+    assert result.exit_code == 3 and "no run in progress" in result.output
+    controller.answer("GET /api/runs/r1", {"id": "r1", "step": "done"})
+    result = laglab(controller, "runs", "stop", "r1")
+    assert result.exit_code == 3 and "has finished" in result.output
+    assert [r for r in controller.requests if r[0] == "DELETE"] == [("DELETE", "/api/runs/r2", None)]
+
+
+def test_durations_read_as_durations_and_the_version():
+    """#36.3: `ETA 12:59` read as a clock time."""
+    from laglab.cli.runs import clock
+
+    assert [clock(s) for s in (0, 45, 779, 3900)] == ["0 s", "45 s", "12 min 59 s", "1 h 05 min"]
+    result = CliRunner().invoke(cli, ["--version"])
+    assert result.exit_code == 0 and re.fullmatch(r"laglab \d+\.\d+\.\d+\n", result.output), result.output
+
+
+def test_fault_undo_without_an_id_ends_every_fault_in_force(controller):
+    active = [{"id": "f1", "service": "mysql-target", "action": "pause", "duration_seconds": None, "effect_ms": 3.0,
+               "undo": "unpause", "active": True}]  # fmt: skip
+    controller.answer("GET /api/faults", {"active": active, "recent": active})
+    controller.answer("DELETE /api/faults/f1", {**active[0], "active": False}, 202)
+    result = laglab(controller, "fault", "undo")
+    assert result.exit_code == 0, result.output
+    assert [(m, p) for m, p, _ in controller.requests] == [("GET", "/api/faults"), ("DELETE", "/api/faults/f1")]
+    assert "undone: fault f1: pause mysql-target" in result.output
+    controller.answer("POST /api/faults", active[0], 201)
+    assert "in force until: laglab fault undo f1" in laglab(controller, "fault", "pause", "mysql-target").output
