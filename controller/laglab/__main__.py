@@ -57,7 +57,7 @@ def serve() -> int:
 def job(args) -> int:
     """A set-up job: its last line says what it did or what went wrong (make up prints it)."""
     from . import config
-    from .replicators import CLUSTERS, native
+    from .replicators import CLUSTERS, native, setup_job
 
     prefix = "replication-setup" if args.command == "semi-sync" or args.kind == "native" else "cluster-setup"
     try:
@@ -65,7 +65,7 @@ def job(args) -> int:
         if args.command == "semi-sync":
             return native.semi_sync_command(settings, os.environ, args.state == "on")
         if args.kind == "native":
-            native.setup(settings, os.environ)
+            setup_job.setup(settings, os.environ)
         else:
             CLUSTERS[args.kind].setup(settings)
     except (RuntimeError, pymysql.MySQLError, ConfigError) as error:

@@ -1,11 +1,10 @@
-"""The Flask app factory and the lab object the blueprints share."""
+"""The Flask app factory: the composition root, where the lab's parts are built and handed to what
+uses them (laglab/lab.py holds them)."""
 
 from __future__ import annotations
 
 import os
-import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from flask import Flask
@@ -15,52 +14,21 @@ from .api import BLUEPRINTS, access, parts
 from .api.parts import lab_of
 from .cluster_lag import ClusterWatch
 from .counters import Counters
-from .db import Endpoint, lab_endpoints
+from .db import lab_endpoints
 from .events import Events
 from .executor import Executor
 from .faults import FaultManager
+from .lab import Lab
 from .lag import LagRecorder
 from .load import LoadGenerator
 from .pod_counters import PodCounters
-from .problems import Problems
 from .recovery import Restart
 from .results import Run
 from .scenarios import orphan
-from .scenarios.runner import ScenarioRun
 from .shaping import backends
 from .shaping.manager import ShapingManager
 
 MAX_BODY_BYTES = 1 << 20
-
-
-@dataclass
-class Lab:
-    """What the blueprints and runs share. Parts are None when the app runs without them (unit tests:
-    START_RECORDER / START_SHAPING false)."""
-
-    settings: config.Settings
-    source: Endpoint
-    target: Endpoint
-    events: Events
-    problems: Problems = field(default_factory=Problems)  # what a person must repair, on /api/health
-    runs: dict[str, ScenarioRun] = field(default_factory=dict)  # scenario runs by id
-    runs_lock: threading.Lock = field(default_factory=threading.Lock)  # one run at a time, checked and started as one
-    run: Run | None = None  # the controller's own live results folder
-    recorder: LagRecorder | None = None
-    platform: platforms.Platform | None = None  # where the services run (Docker; Kubernetes: #23)
-    executor: Executor | None = None
-    shaping: ShapingManager | None = None
-    counters: Counters | PodCounters | None = None
-    load: LoadGenerator | None = None
-    faults: FaultManager | None = None
-    clusters: ClusterWatch | None = None  # per-node lag of the profiles' clusters
-    netem_available: bool | None = None
-    state_dir: Path | None = None  # shaping.json, faults.json, run.json, api-token: what outlives a crash
-    restart: Restart | None = None  # what the start found and put right (recovery.py), on /api/health
-    token_origin: str = ""
-    checks: dict[str, threading.Lock] = field(
-        default_factory=dict
-    )  # long checks running (api.parts.exclusive)  # where the API's token came from (LAB_API_TOKEN, or generated: its file)
 
 
 def create_app(test_config: dict | None = None, environ=None) -> Flask:
@@ -91,13 +59,13 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
         lab.recorder.start()
     if app.config["START_SHAPING"]:
         platform = lab.platform = platforms.create(
-            choose_platform(settings.LAB_PLATFORM, environ), settings.COMPOSE_PROJECT_NAME, environ
+            platforms.choose(settings.LAB_PLATFORM, environ), settings.COMPOSE_PROJECT_NAME, environ
         )
         platform.watch()  # the list kept current from the platform's events: a live change lists nothing
         executor = lab.executor = Executor(owns=platform.owns)
         hosted = platform.name == "docker"  # the controller enters the containers' namespaces (pid: host)
-        lab.netem_available = netem_available(executor) if hosted else None
-        backend = choose_backend(settings.SHAPING_BACKEND, lab.netem_available, platform.name)
+        lab.netem_available = backends.netem_available(executor) if hosted else None
+        backend = backends.choose(settings.SHAPING_BACKEND, lab.netem_available, platform.name)
         if lab.run is not None and hasattr(backend, "labels"):  # chaos objects say which recording made them
             backend.labels = {"laglab.io/run": lab.run.path.name[:63]}
         lab.shaping = ShapingManager(platform, executor, backend, Path(app.config["SHAPING_STATE"]), events=lab.events)
@@ -140,43 +108,6 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
     for blueprint in BLUEPRINTS:
         app.register_blueprint(blueprint)
     return app
-
-
-def netem_available(executor: Executor) -> bool:
-    """Whether this kernel has sch_netem: try it on a throw-away dummy link in the controller's own namespace."""
-    probe = "laglab-probe"
-    executor.run(["ip", "link", "del", probe], check=False)
-    if executor.run(["ip", "link", "add", probe, "type", "dummy"], check=False) is None:
-        return False
-    try:
-        executor.run(["tc", "qdisc", "add", "dev", probe, "root", "netem", "delay", "1ms"])
-        return True
-    except Exception:
-        return False
-    finally:
-        executor.run(["ip", "link", "del", probe], check=False)
-
-
-def choose_platform(setting: str, environ) -> str:
-    """auto: Kubernetes when the controller runs in a pod with a service account (or is pointed at
-    an API server), Docker elsewhere."""
-    if setting != "auto":
-        return setting
-    from .platforms.kube_api import in_cluster
-
-    return "kubernetes" if in_cluster(environ) else "docker"
-
-
-def choose_backend(setting: str, netem: bool | None, platform: str = "docker"):
-    """auto: on Docker kernel netem where the kernel has it, the userspace backend elsewhere; on
-    Kubernetes Chaos Mesh. A backend of the other platform is refused naming the variable."""
-    if setting == "auto":
-        name = "chaos-mesh" if platform == "kubernetes" else ("kernel" if netem else "userspace")
-    else:
-        name = setting
-    if (name in ("chaos-mesh", "daemonset")) != (platform == "kubernetes"):
-        raise config.ConfigError("SHAPING_BACKEND", f"{name} does not shape on the {platform} platform")
-    return backends.BACKENDS[name]()
 
 
 def shutdown(app: Flask, clear_kernel: bool, run_grace: float = 20.0) -> None:

@@ -9,9 +9,12 @@ times a second by design), and so are the replicators' own schemas (REPLICATOR_S
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import time
 
 from .db import META_SCHEMA, SYSTEM_SCHEMAS, connect, executed_gtids, quote_identifier, server_dialect, wait_executed
+from .deadline import TimedOut, poll
 
 # The replicators' own bookkeeping exists on one side only by design: DTLE's applied-GTID table
 # (schema dtle, e.g. dtle.gtid_executed_v4) and DM's checkpoints (dm_meta) are not lab data.
@@ -67,13 +70,18 @@ def check(source_endpoint, target_endpoint, timeout: float = 30.0) -> dict:
         # over: seen once in CI, the newest heartbeat's GTID): the source is read again until the
         # answer stands, for at most a second. A real errant transaction never goes away.
         errant = errant_gtids(dst, dialect, executed_gtids(src, dialect), target_executed)
-        deadline = time.monotonic() + 1.0
-        while errant and time.monotonic() < deadline:
-            time.sleep(0.05)
-            again = errant_gtids(dst, dialect, executed_gtids(src, dialect), target_executed)
-            if again == errant:
-                break
-            errant = again
+        answers, calls = [errant], itertools.count()
+
+        def stands() -> bool:  # from the second call on (poll slept 50 ms), read again: until two agree
+            if next(calls):
+                answers.append(errant_gtids(dst, dialect, executed_gtids(src, dialect), target_executed))
+                if answers[-1] == answers[-2]:
+                    return True
+            return not answers[-1]
+
+        with contextlib.suppress(TimedOut):
+            poll(stands, 1.0, 0.05)
+        errant = answers[-1]
         present = {"source": (src, lab_tables(src)), "target": (dst, lab_tables(dst))}
         report, differences = [], []
         for table in sorted(present["source"][1] | present["target"][1]):

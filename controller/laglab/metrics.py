@@ -10,7 +10,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:  # every part of the lab, read at scrape time: typed, so the import graph shows it
-    from .app import Lab
+    from .lab import Lab
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 

@@ -15,58 +15,18 @@ its kernel refused. The controller answers a change once every node with a lab p
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import threading
 import time
 
 from .executor import Executor
-from .platforms.kube_api import KubeApi, KubeError
+from .platforms.kube_api import KubeApi
 from .platforms.node import NodePlatform
-from .shaping.plan import Entry
+from .shaping.node_wire import read_desired, status_name, write_configmap
 from .shaping.reconciler import FAILURES, Reconciler
 
 log = logging.getLogger("laglab.node_shaper")
-DESIRED = "laglab-shaping"  # the controller's ConfigMap: {"generation", "entries"} in desired.json
-
-
-def status_name(node: str) -> str:
-    return f"laglab-shaper-{node}"[:253]
-
-
-def configmap(api: KubeApi, name: str) -> dict | None:
-    try:
-        return api.request("GET", f"/api/v1/namespaces/{api.namespace}/configmaps/{name}")
-    except KubeError as error:
-        if error.not_found:
-            return None
-        raise
-
-
-def write_configmap(api: KubeApi, name: str, key: str, value: dict, labels: dict | None = None) -> None:
-    """Create or replace a ConfigMap of one JSON document (the API's answer to a lost race: try again)."""
-    path = f"/api/v1/namespaces/{api.namespace}/configmaps"
-    body = {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "labels": {"app.kubernetes.io/part-of": "laglab", **(labels or {})}},
-        "data": {key: json.dumps(value, sort_keys=True)},
-    }
-    current = configmap(api, name)
-    if current is None:
-        api.request("POST", path, body=body)
-    else:
-        body["metadata"]["resourceVersion"] = current["metadata"].get("resourceVersion")
-        api.request("PUT", f"{path}/{name}", body=body)
-
-
-def read_desired(api: KubeApi) -> tuple[int, list[Entry]]:
-    found = configmap(api, DESIRED)
-    if found is None:
-        return 0, []
-    desired = json.loads((found.get("data") or {}).get("desired.json") or "{}")
-    return int(desired.get("generation", 0)), [Entry.from_wire(e) for e in desired.get("entries", [])]
 
 
 class NodeShaper:
@@ -127,14 +87,14 @@ class NodeShaper:
 def main() -> None:
     import signal
 
-    from .app import choose_backend, netem_available
+    from .shaping.backends import choose, netem_available
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     environ = os.environ
     api = KubeApi.from_environment(environ, namespace=environ.get("LAB_NAMESPACE"))
     platform = NodePlatform(api, environ["NODE_NAME"])
     setting = environ.get("SHAPING_BACKEND", "auto")
-    backend = choose_backend(setting, netem_available(Executor()) if setting == "auto" else None)
+    backend = choose(setting, netem_available(Executor()) if setting == "auto" else None)
     shaper = NodeShaper(api, platform, backend)
     signal.signal(signal.SIGTERM, lambda *_: shaper._stop.set())
     log.info("shaping the pods of %s on node %s with the %s backend", api.namespace, platform.node, backend.name)

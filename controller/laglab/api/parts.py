@@ -14,8 +14,8 @@ from .. import limits
 from ..errors import ApiError
 
 if TYPE_CHECKING:
-    from ..app import Lab
     from ..faults import FaultManager
+    from ..lab import Lab
     from ..lag import LagRecorder
     from ..load import LoadGenerator
     from ..platforms import Platform

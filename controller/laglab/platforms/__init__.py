@@ -17,6 +17,7 @@ __all__ = [
     "PlatformError",
     "ServiceState",
     "Unsupported",
+    "choose",
     "create",
 ]
 _MODULES = {
@@ -34,3 +35,13 @@ def create(name: str, project: str, environ=None) -> Platform:
     module, cls = _MODULES[name]
     made = getattr(importlib.import_module(f".{module}", __name__), cls)
     return made.create(project, os.environ if environ is None else environ)
+
+
+def choose(setting: str, environ) -> str:
+    """auto: Kubernetes when the controller runs in a pod with a service account (or is pointed at
+    an API server), Docker elsewhere."""
+    if setting != "auto":
+        return setting
+    from .kube_api import in_cluster
+
+    return "kubernetes" if in_cluster(environ) else "docker"

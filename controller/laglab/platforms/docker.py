@@ -345,12 +345,15 @@ class DockerExecution:
 
     def pid(self, timeout: float = 5.0) -> int | None:
         """The exec's PID as the host sees it (None once it is over, or when Docker does not say)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        from ..deadline import TimedOut, poll
+
+        def seen() -> tuple[int | None] | None:
             info = self.api.exec_inspect(self.exec_id)
             if info.get("Pid"):
-                return int(info["Pid"])
-            if not info.get("Running", True):
-                return None  # already over
-            time.sleep(0.05)
-        return None
+                return (int(info["Pid"]),)
+            return (None,) if not info.get("Running", True) else None  # (None,): already over
+
+        try:
+            return poll(seen, timeout, 0.05, what="the exec's PID")[0]
+        except TimedOut:
+            return None

@@ -120,6 +120,31 @@ class KubeApi:
             )
         return data
 
+    def delete_until_gone(self, path: str, timeout: float, interval: float) -> bool:
+        """DELETE, then GET until the object is gone (a finalizer, such as Chaos Mesh's while it recovers
+        the pods, holds it meanwhile): True once gone, False when it is still there after `timeout`.
+        Other errors are the API's KubeError."""
+        from ..deadline import TimedOut, poll
+
+        def gone() -> bool:
+            try:
+                self.request("GET", path)
+            except KubeError as error:
+                if error.not_found:
+                    return True
+                raise
+            return False
+
+        try:
+            self.request("DELETE", path)
+            poll(gone, timeout, interval, what=path)
+        except KubeError as error:
+            if not error.not_found:
+                raise
+        except TimedOut:
+            return False
+        return True
+
     def pods_path(self, name: str = "") -> str:
         return f"/api/v1/namespaces/{quote(self.namespace)}/pods" + (f"/{quote(name)}" if name else "")
 

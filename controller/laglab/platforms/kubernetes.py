@@ -283,17 +283,12 @@ class KubernetesPlatform:
         from ..shaping import chaos_mesh
 
         path = self.api.chaos_path(self.project, "podchaos", chaos_mesh.object_name(service, action))
-        deadline = time.monotonic() + timeout
-        try:
-            self.api.request("DELETE", path)
-            while time.monotonic() < deadline:  # Chaos Mesh's finalizer holds it until recovered
-                self.api.request("GET", path)
-                time.sleep(0.2)
+        try:  # Chaos Mesh's finalizer holds it until recovered
+            if self.api.delete_until_gone(path, timeout, 0.2):
+                self._cache = None
+                return
         except KubeError as error:
-            if not error.not_found:
-                raise PlatformError(f"{service}: deleting its PodChaos: {error.message}") from None
-            self._cache = None
-            return
+            raise PlatformError(f"{service}: deleting its PodChaos: {error.message}") from None
         raise PlatformError(f"{service}: its PodChaos was not recovered within {timeout:g}s")
 
 

@@ -21,7 +21,7 @@ from .. import consistency
 from ..db import META_SCHEMA
 from ..deadline import poll
 from .base import Parts, Sleep, SourceToTarget, metrics_summary
-from .native import NativeLink
+from .native import NativeLink, say
 
 
 @dataclass(frozen=True)
@@ -579,3 +579,21 @@ class Dtle(SourceToTarget):
         with self._heartbeats_paused():
             self.applied = self._stop_job()
             self.native.resume_from(self.applied)
+
+
+def dtle_job_state(nomad=None) -> str | None:
+    """The lab's DTLE job as the set-up job sees it: 'running' (both task groups), 'stopped' (it was not
+    running in both, and is now stopped) or None (no DTLE agent answers: the profile is not up)."""
+    nomad = nomad or Nomad(timeout=3.0)
+    try:
+        allocations = nomad.allocations(JOB_ID)
+    except (DriverError, OSError) as error:  # requests' errors are OSErrors (a name that does not resolve)
+        say(f"DTLE: no agent answers ({type(error).__name__}); no job to stop")
+        return None
+    states = {a["TaskGroup"]: a["ClientStatus"] for a in allocations if a.get("DesiredStatus", "run") == "run"}
+    if states.get("src") == "running" and states.get("dest") == "running":
+        return "running"
+    if allocations:
+        nomad.stop(JOB_ID)
+        say(f"DTLE job {JOB_ID} stopped (its task groups were {states or 'not running'})")
+    return "stopped"

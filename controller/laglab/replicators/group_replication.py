@@ -9,12 +9,14 @@ a restarted node rejoins by itself. Then the lab schema and account are written 
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import time
 
 import pymysql
 
 from ..db import Endpoint, connect, wait_connect
-from ..deadline import poll
+from ..deadline import TimedOut, poll
 from .cluster import Cluster, ClusterError, ensure_lab_account, rows, say, status_var
 
 STABLE = ("ONLINE",)
@@ -111,10 +113,15 @@ class GroupReplication(Cluster):
             states = [cls.member(c)["state"] for c in conns]
             say("states before: " + ", ".join(f"{e.name} {s}" for e, s in zip(nodes, states, strict=True)))
             # A node still joining by itself (start_on_boot after a restart) gets time to finish.
-            deadline = time.monotonic() + 60
-            while any(s in TRANSIENT for s in states) and time.monotonic() < deadline:
-                time.sleep(1)
-                states = [cls.member(c)["state"] for c in conns]
+            calls = itertools.count()
+
+            def steady() -> bool:  # from the second call on (poll slept 1 s), read the states again
+                if next(calls):
+                    states[:] = [cls.member(c)["state"] for c in conns]
+                return not any(s in TRANSIENT for s in states)
+
+            with contextlib.suppress(TimedOut):  # still joining after 60 s: handled below as it is
+                poll(steady, 60, 1.0)
             for conn, state in zip(conns, states, strict=True):
                 if state in STABLE:
                     continue

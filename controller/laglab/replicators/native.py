@@ -23,11 +23,9 @@ from ..db import (
     Dialect,
     Endpoint,
     connect,
-    executed_gtids,
     lab_endpoints,
     replica_field,
     server_dialect,
-    wait_connect,
     wait_executed,
 )
 from ..deadline import poll
@@ -157,26 +155,6 @@ def _resume_after_hand_over(conn, dialect, status, source, repl_user, repl_passw
     return "resumed from DTLE's record"
 
 
-def dtle_job_state(nomad=None) -> str | None:
-    """The lab's DTLE job as the set-up job sees it: 'running' (both task groups), 'stopped' (it was not
-    running in both, and is now stopped) or None (no DTLE agent answers: the profile is not up)."""
-    from .dtle import JOB_ID, DriverError, Nomad
-
-    nomad = nomad or Nomad(timeout=3.0)
-    try:
-        allocations = nomad.allocations(JOB_ID)
-    except (DriverError, OSError) as error:  # requests' errors are OSErrors (a name that does not resolve)
-        say(f"DTLE: no agent answers ({type(error).__name__}); no job to stop")
-        return None
-    states = {a["TaskGroup"]: a["ClientStatus"] for a in allocations if a.get("DesiredStatus", "run") == "run"}
-    if states.get("src") == "running" and states.get("dest") == "running":
-        return "running"
-    if allocations:
-        nomad.stop(JOB_ID)
-        say(f"DTLE job {JOB_ID} stopped (its task groups were {states or 'not running'})")
-    return "stopped"
-
-
 def wait_running(conn, seconds: float, sleep=time.sleep) -> dict:
     last: dict = {}
 
@@ -194,59 +172,6 @@ def wait_running(conn, seconds: float, sleep=time.sleep) -> dict:
         )
 
     return poll(running, seconds, 0.5, sleep=sleep, timed_out=failed)
-
-
-def setup(settings, environ) -> None:
-    source, target = lab_endpoints(settings, environ)
-    replicas = replica_endpoints(target, environ)
-    src = wait_connect(source, 180)
-    dst = wait_connect(target, 180)
-    dialect = server_dialect(src)
-    target_dialect = server_dialect(dst)
-    if dialect != target_dialect:
-        raise RuntimeError(f"source is {dialect.flavor} but target is {target_dialect.flavor}")
-    say(f"{dialect.flavor} on both servers")
-    prepare_source(src, settings.REPL_USER, settings.REPL_PASSWORD)
-    # Inside the lab the replica reaches the source by service name on 3306.
-    inside = Endpoint("mysql-source", 3306, "", "", "mysql-source")
-    source_executed = None if dialect.is_mariadb else executed_gtids(src, dialect)
-    for ordinal, replica in enumerate(replicas):
-        conn = dst if ordinal == 0 else wait_connect(replica, 180)
-        if len(replicas) > 1 or environ.get("LAGLAB_TARGET_STATEFULSET"):
-            own_server_id(conn, dialect, 2 + ordinal)  # one StatefulSet's pods share one target.cnf
-        if ordinal == 0:  # mysql-target: the one DTLE may hand back to
-            action = configure_target(
-                conn, dialect, inside, settings.REPL_USER, settings.REPL_PASSWORD, source_executed,
-                dtle_job=dtle_job_state,
-            )  # fmt: skip
-        else:
-            action = configure_target(conn, dialect, inside, settings.REPL_USER, settings.REPL_PASSWORD)
-        wait_running(conn, 60)
-        say(f"{replica.name}: replica {action}; IO and SQL threads running" if len(replicas) > 1
-            else f"replica {action}; IO and SQL threads running")  # fmt: skip
-    # Asynchronous unless the semi-sync profile's job turns semi-sync on after this one.
-    if set_semi_sync(source, target, False, settings.SEMI_SYNC_TIMEOUT_MS)["enabled"] is False:
-        say("semi-sync off")
-
-
-def replica_endpoints(target: Endpoint, environ) -> list[Endpoint]:
-    """The replicas to set up: mysql-target, or on Kubernetes every pod of the StatefulSet that
-    LAGLAB_TARGET_STATEFULSET names (its spec.replicas, read through the API): pod k is reached as
-    <name>-k.<name> (its headless Service) and is the lab's service <name> for k = 0, <name>-k after."""
-    name = environ.get("LAGLAB_TARGET_STATEFULSET")
-    if not name:
-        return [target]
-    from ..platforms.kube_api import KubeApi, KubeError
-    from ..platforms.kubernetes import statefulset_replicas
-
-    try:
-        count = statefulset_replicas(KubeApi.from_environment(environ), name)
-    except KubeError as error:
-        raise RuntimeError(f"reading statefulset {name}'s replicas: {error.message}") from None
-    return [
-        Endpoint(f"{name}-{k}.{name}", target.port, target.user, target.password, name if k == 0 else f"{name}-{k}")
-        for k in range(max(1, count))
-    ]
 
 
 def own_server_id(conn, dialect: Dialect, server_id: int) -> None:

@@ -32,7 +32,7 @@ from .spec import Plan, Point, describe_point
 from .timeline import EVENT_COLUMNS, TimelineRun
 
 if TYPE_CHECKING:  # the parts a run drives (app.Lab): typed, so the import graph shows them
-    from ..app import Lab
+    from ..lab import Lab
 
 log = logging.getLogger("laglab.runs")
 LOAD_COLUMNS = ["point", "time", "epoch", "elapsed_s", "threads", "tps", "qps", "latency_p95_ms", "errors_per_s"]

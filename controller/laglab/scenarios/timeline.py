@@ -25,7 +25,7 @@ from .fields import Seconds, Section
 from .steps import KINDS, StepKind
 
 if TYPE_CHECKING:  # the parts a run drives (app.Lab): typed, so the import graph shows them
-    from ..app import Lab
+    from ..lab import Lab
 
 log = logging.getLogger("laglab.timeline")
 EVENT_COLUMNS = [

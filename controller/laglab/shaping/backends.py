@@ -3,6 +3,7 @@ The protocol and what both share: backend.py; one module per backend: kernel.py,
 
 from __future__ import annotations
 
+from ..config import ConfigError
 from .backend import DEV, UNSHAPED, Applied, Backend, htb_class, htb_class_args, htb_commands
 from .chaos_mesh import ChaosMeshBackend
 from .daemonset import DaemonSetBackend
@@ -16,6 +17,34 @@ BACKENDS: dict[str, type] = {
     "daemonset": DaemonSetBackend,
 }
 
+
+def netem_available(executor) -> bool:
+    """Whether this kernel has sch_netem: try it on a throw-away dummy link in the controller's own namespace."""
+    probe = "laglab-probe"
+    executor.run(["ip", "link", "del", probe], check=False)
+    if executor.run(["ip", "link", "add", probe, "type", "dummy"], check=False) is None:
+        return False
+    try:
+        executor.run(["tc", "qdisc", "add", "dev", probe, "root", "netem", "delay", "1ms"])
+        return True
+    except Exception:
+        return False
+    finally:
+        executor.run(["ip", "link", "del", probe], check=False)
+
+
+def choose(setting: str, netem: bool | None, platform: str = "docker"):
+    """auto: on Docker kernel netem where the kernel has it, the userspace backend elsewhere; on
+    Kubernetes Chaos Mesh. A backend of the other platform is refused naming the variable."""
+    if setting == "auto":
+        name = "chaos-mesh" if platform == "kubernetes" else ("kernel" if netem else "userspace")
+    else:
+        name = setting
+    if (name in ("chaos-mesh", "daemonset")) != (platform == "kubernetes"):
+        raise ConfigError("SHAPING_BACKEND", f"{name} does not shape on the {platform} platform")
+    return BACKENDS[name]()
+
+
 __all__ = [
     "BACKENDS",
     "DEV",
@@ -27,9 +56,11 @@ __all__ = [
     "KernelBackend",
     "UserspaceBackend",
     "apply_userspace_tc",
+    "choose",
     "htb_class",
     "htb_class_args",
     "htb_commands",
+    "netem_available",
     "receiver_rules",
     "restore_input",
     "worker_rules",

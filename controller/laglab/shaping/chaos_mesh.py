@@ -18,9 +18,9 @@ create (the name says which link, so there is one object a link and direction).
 
 from __future__ import annotations
 
-import time
 import zlib
 
+from ..deadline import poll
 from ..errors import Kind
 from .impairment import Impairment, format_rate
 from .params import Direction, Request, ShapingError
@@ -312,15 +312,10 @@ class ChaosMeshBackend:
         from ..platforms.kube_api import KubeError
 
         path = self.api.chaos_path(self.namespace, "networkchaos", name)
-        deadline = time.monotonic() + self.timeout
         try:
-            self.api.request("DELETE", path)
-            while time.monotonic() < deadline:
-                self.api.request("GET", path)  # still there: Chaos Mesh is recovering its pods
-                time.sleep(self.interval)
-        except KubeError as error:
-            if error.not_found:
+            if self.api.delete_until_gone(path, self.timeout, self.interval):
                 return
+        except KubeError as error:
             raise PlatformError(f"NetworkChaos {name}: deleting it: {error.message}") from None
         raise PlatformError(f"NetworkChaos {name}: not recovered within {self.timeout:g}s (it is still there)")
 
@@ -329,14 +324,15 @@ class ChaosMeshBackend:
         from ..platforms.kube_api import KubeError
 
         path = self.api.chaos_path(self.namespace, "networkchaos", name)
-        deadline = time.monotonic() + self.timeout
-        while True:
+        last: dict = {}
+
+        def injected_now() -> bool:
             try:
-                current = self.api.request("GET", path)
+                last["current"] = self.api.request("GET", path)
             except KubeError as error:
                 raise PlatformError(f"NetworkChaos {name}: {error.message}") from None
-            if injected(current):
-                return
+            if injected(last["current"]):
+                return True
             failed = [
                 e.get("message", "")
                 for e in self.api.events(name, "NetworkChaos")
@@ -344,9 +340,10 @@ class ChaosMeshBackend:
             ]
             if failed:
                 raise PlatformError(f"NetworkChaos {name}: Chaos Mesh failed to inject it: {failed[-1]}")
-            if time.monotonic() > deadline:
-                raise PlatformError(f"NetworkChaos {name}: not injected within {self.timeout:g}s ({summary(current)})")
-            time.sleep(self.interval)
+            return False
+
+        poll(injected_now, self.timeout, self.interval, timed_out=lambda: PlatformError(
+            f"NetworkChaos {name}: not injected within {self.timeout:g}s ({summary(last['current'])})"))  # fmt: skip
 
     def release(self, executor, service: str, applied) -> None:
         for name in list((applied.state or {}) if applied is not None else {}):

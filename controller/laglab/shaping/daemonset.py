@@ -60,9 +60,9 @@ class DaemonSetBackend:
         pass
 
     def commit(self, executor, force: bool) -> None:
-        from ..node_shaper import DESIRED, read_desired, write_configmap
         from ..platforms import PlatformError
         from ..platforms.kube_api import KubeError
+        from .node_wire import DESIRED, read_desired, write_configmap
 
         api = self.platform.api
         wire = sorted((e.to_wire() for e in self.entries), key=lambda w: (w["service"], w["peer"] or ""))
@@ -84,8 +84,8 @@ class DaemonSetBackend:
         return sorted({placed[s] for s, c in lab.items() if c.running and c.shapeable and placed.get(s)})
 
     def _wait(self, generation: int) -> None:
-        from ..node_shaper import configmap, status_name
         from ..platforms import PlatformError
+        from .node_wire import configmap, status_name
 
         deadline = time.monotonic() + self.timeout
         waiting = self._nodes()

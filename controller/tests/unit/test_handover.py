@@ -10,7 +10,8 @@ import pytest
 from laglab.consistency import mariadb_errant
 from laglab.db import Dialect, Endpoint
 from laglab.replicators import handover
-from laglab.replicators.native import configure_target, dtle_job_state
+from laglab.replicators.dtle import dtle_job_state
+from laglab.replicators.native import configure_target
 
 from .fakes import FakeConnection
 

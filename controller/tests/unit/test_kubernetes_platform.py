@@ -11,15 +11,17 @@ import time
 
 import pytest
 
-from laglab.app import choose_backend, choose_platform, create_app
+from laglab.app import create_app
 from laglab.config import ConfigError
 from laglab.errors import Kind
 from laglab.executor import Executor
 from laglab.faults import FaultManager
 from laglab.faults.base import FaultError
 from laglab.platforms import PlatformError
+from laglab.platforms import choose as choose_platform
 from laglab.platforms.kube_api import KubeApi, KubeError
 from laglab.platforms.kubernetes import KubernetesPlatform
+from laglab.shaping.backends import choose as choose_backend
 from laglab.shaping.chaos_mesh import ChaosMeshBackend
 from laglab.shaping.manager import ShapingManager
 from laglab.shaping.params import ShapingError, parse_request
@@ -412,24 +414,24 @@ def test_the_setup_job_sets_up_every_replica_the_statefulset_asks_for(scaled, mo
     """The replication-setup Job reads spec.replicas through the API (its Role may get that one
     StatefulSet and nothing else) and reaches pod k through the headless Service; forbidden, it says so."""
     from laglab.db import Endpoint
-    from laglab.replicators import native
+    from laglab.replicators import setup_job
 
     kube, _ = scaled
     env = {"KUBERNETES_API_URL": kube.url, "KUBERNETES_NAMESPACE": NS, "LAGLAB_TARGET_STATEFULSET": "mysql-target"}
     target = Endpoint("mysql-target-0.mysql-target", 3306, "root", "pw", "mysql-target")
-    assert native.replica_endpoints(target, env) == [
+    assert setup_job.replica_endpoints(target, env) == [
         target, *(Endpoint(f"mysql-target-{k}.mysql-target", 3306, "root", "pw", f"mysql-target-{k}") for k in (1, 2))
     ]  # fmt: skip
     assert kube.calls("GET", "/apis/apps") == [
         ("GET", f"/apis/apps/v1/namespaces/{NS}/statefulsets/mysql-target", {}, None)
     ]
-    assert native.replica_endpoints(target, {}) == [target]  # on Docker: mysql-target alone, no API
+    assert setup_job.replica_endpoints(target, {}) == [target]  # on Docker: mysql-target alone, no API
     kube.forbidden.add(f"/apis/apps/v1/namespaces/{NS}/statefulsets/mysql-target")
     with pytest.raises(
         RuntimeError,
         match=r'reading statefulset mysql-target.s replicas: statefulsets.apps "mysql-target" is forbidden',
     ):
-        native.replica_endpoints(target, env)
+        setup_job.replica_endpoints(target, env)
 
 
 def iperf_json(mbit: float) -> bytes:

@@ -1,0 +1,51 @@
+"""What the controller and the laglab shaper on each node (node_shaper.py) exchange, as Kubernetes
+objects: the controller's ConfigMap `laglab-shaping` (a generation and the desired entries, written by
+shaping/daemonset.py) and each shaper's `laglab-shaper-<node>` (the generation it holds). One module
+both import, so neither imports the other."""
+
+from __future__ import annotations
+
+import json
+
+from ..platforms.kube_api import KubeApi, KubeError
+from .plan import Entry
+
+DESIRED = "laglab-shaping"  # the controller's ConfigMap: {"generation", "entries"} in desired.json
+
+
+def status_name(node: str) -> str:
+    return f"laglab-shaper-{node}"[:253]
+
+
+def configmap(api: KubeApi, name: str) -> dict | None:
+    try:
+        return api.request("GET", f"/api/v1/namespaces/{api.namespace}/configmaps/{name}")
+    except KubeError as error:
+        if error.not_found:
+            return None
+        raise
+
+
+def write_configmap(api: KubeApi, name: str, key: str, value: dict, labels: dict | None = None) -> None:
+    """Create or replace a ConfigMap of one JSON document (the API's answer to a lost race: try again)."""
+    path = f"/api/v1/namespaces/{api.namespace}/configmaps"
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/part-of": "laglab", **(labels or {})}},
+        "data": {key: json.dumps(value, sort_keys=True)},
+    }
+    current = configmap(api, name)
+    if current is None:
+        api.request("POST", path, body=body)
+    else:
+        body["metadata"]["resourceVersion"] = current["metadata"].get("resourceVersion")
+        api.request("PUT", f"{path}/{name}", body=body)
+
+
+def read_desired(api: KubeApi) -> tuple[int, list[Entry]]:
+    found = configmap(api, DESIRED)
+    if found is None:
+        return 0, []
+    desired = json.loads((found.get("data") or {}).get("desired.json") or "{}")
+    return int(desired.get("generation", 0)), [Entry.from_wire(e) for e in desired.get("entries", [])]
