@@ -22,10 +22,23 @@ def _scenario_keys() -> str:
     return markdown()
 
 
+def _knobs() -> str:
+    from .shaping.impairment import KNOBS
+
+    units = {"time": "time: `us`, `ms`, `s`", "percent": "percent: `0.5%`", "rate": "rate: `kbit`, `mbit`, `gbit`",
+             "count": "whole packets", "gemodel": "`{p, r, 1-h, 1-k}` in percent"}  # fmt: skip
+    lines = ["| knob | value | what | e.g. |", "|---|---|---|---|"]
+    for k in KNOBS:
+        value = units.get(k.kind) or "one of " + ", ".join(f"`{c}`" for c in k.choices)
+        lines.append(f"| `{k.name}` | {value} | {k.help} | {f'`{k.example}`' if k.example else ''} |")
+    return "\n".join(lines) + "\n"
+
+
 # page (from the repository's root) -> name of the part -> what writes it
 PARTS: dict[str, dict[str, Callable[[], str]]] = {
     "docs/cli.md": {"every command and option": _cli_reference},
     "docs/scenarios.md": {"scenario keys": _scenario_keys},
+    "docs/shaping.md": {"shaping knobs": _knobs},
 }
 
 

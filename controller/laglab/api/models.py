@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, create_model
 
 from .. import limits
 from ..faults import ACTIONS
 from ..load import SCRIPTS
+from ..shaping.impairment import KNOBS
 from ..shaping.params import DIRECTIONS, DISTRIBUTIONS, PERCENT_PATTERN, RATE_PATTERN, SERVICE_PATTERN, TIME_PATTERN
 
 
@@ -96,38 +97,44 @@ class GeModel(Body):
     one_minus_k: Percent | None = Field(None, alias="1-k", description="loss in the good state")
 
 
-class ShapingBody(Body):
-    """PUT /api/shaping/<service>: netem's words, tc's units. Ranges and rules across fields are
-    checked after this (422): laglab.shaping.params.parse_request."""
-
-    delay: Time | None = Field(None, examples=["125ms"], description="0..60s")
-    jitter: Time | None = Field(None, examples=["5ms"], description="+- around the delay; needs a delay")
-    loss: Percent | None = Field(None, examples=["0.5%"])
-    rate: Annotated[str, Field(pattern=RATE_PATTERN)] | None = Field(
-        None, examples=["2mbit"], description="8kbit..10gbit (tc units; kbps = kilobytes/s)"
-    )
-    distribution: Literal[DISTRIBUTIONS] | None = Field(None, description="of the jitter")  # type: ignore[valid-type]
-    correlation: Percent | None = Field(None, description="of the jitter, the loss or the reorder")
-    gemodel: GeModel | None = Field(None, description="Gilbert-Elliott loss (bursts), instead of loss")
-    duplicate: Percent | None = None
-    corrupt: Percent | None = None
-    reorder: Percent | None = Field(
-        None, description="packets sent at once, overtaking held ones: no effect without a delay (as netem)"
-    )
+Gap = Annotated[
+    int,
+    BeforeValidator(_integral),
+    Field(ge=1, le=1000),
     # (the range spelled out for the document too: after a BeforeValidator pydantic writes "ge"/"le",
     # which JSON Schema does not know, and 0 was schema-valid)
-    gap: (
-        Annotated[
-            int,
-            BeforeValidator(_integral),
-            Field(ge=1, le=1000),
-            WithJsonSchema({"type": "integer", "minimum": 1, "maximum": 1000}),
-        ]
-        | None
-    ) = Field(None, description="netem's reorder gap; needs a reorder")
+    WithJsonSchema({"type": "integer", "minimum": 1, "maximum": 1000}),
+]
+# A knob's kind (laglab.shaping.impairment.KNOBS) -> the type of its field in a body.
+KNOB_TYPES = {
+    "time": Time,
+    "percent": Percent,
+    "rate": Annotated[str, Field(pattern=RATE_PATTERN)],
+    "choice": Literal[DISTRIBUTIONS],  # type: ignore[valid-type]
+    "gemodel": GeModel,
+    "count": Gap,
+}
+
+
+class _Shaping(Body):
+    """PUT /api/shaping/<service>: netem's words, tc's units. Ranges and rules across fields are
+    checked after this (422): laglab.shaping.params.parse_request. The knobs' fields come from
+    laglab.shaping.impairment.KNOBS."""
+
     peer: Service | None = Field(None, description="only the link to this service")
     direction: Literal[DIRECTIONS] = "egress"  # type: ignore[valid-type]
     duration: Time | None = Field(None, examples=["60s"], description="revert by itself after this long (1s..24h)")
+
+
+ShapingBody = create_model(
+    "ShapingBody",
+    __base__=_Shaping,
+    __doc__=_Shaping.__doc__,
+    **{
+        k.name: (KNOB_TYPES[k.kind] | None, Field(None, description=k.help, examples=[k.example] if k.example else None))
+        for k in KNOBS
+    },
+)  # fmt: skip
 
 
 class LoadBody(Body):

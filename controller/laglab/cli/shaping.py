@@ -9,11 +9,12 @@ import click
 import yaml
 
 from ..scenarios import words
+from ..shaping.impairment import KNOBS
 from ..shaping.params import ParamError, format_time, parse_time
 from .base import TIME, Failure, Session, pass_session, table
 
-# The API's fields that take a value as written (tc's units), in the order a reader names them.
-FIELDS = ("delay", "jitter", "distribution", "correlation", "loss", "rate", "duplicate", "corrupt", "reorder", "gap")
+# The API's knobs that take a value as written (tc's units), in the order a reader names them.
+FIELDS = tuple(k.name for k in KNOBS if k.kind != "gemodel")
 
 
 def impairment_words(desired: dict) -> str:
@@ -38,24 +39,24 @@ def _gemodel(value: str | None) -> dict | None:
     return dict(zip(names, parts, strict=False))
 
 
+def _option(knob) -> dict:
+    """A knob (laglab.shaping.impairment.KNOBS) as click's option: its type or metavar, its help."""
+    example = f", e.g. {knob.example}" if knob.example else ""
+    kinds = {
+        "time": {"type": TIME, "help": f"{knob.help.capitalize()}{example} (units: us, ms, s)."},
+        "percent": {"metavar": "PERCENT", "help": f"{knob.help.capitalize()}{example}."},
+        "rate": {"metavar": "RATE", "help": f"{knob.help.capitalize()}{example}."},
+        "choice": {"type": click.Choice(knob.choices), "help": f"{knob.help.capitalize()}."},
+        "count": {"type": int, "metavar": "N", "help": f"{knob.help.capitalize()}."},
+        "gemodel": {"metavar": "P[,R[,1-H[,1-K]]]", "help": f"{knob.help.capitalize()}."},
+    }
+    return kinds[knob.kind]
+
+
 def impairment_options(function):
     """The API's shaping fields as options, with tc's units."""
-    options = [
-        click.option("--delay", type=TIME, help="One-way delay, e.g. 100ms (0..60s) (units: us, ms, s)."),
-        click.option("--jitter", type=TIME, help="± around the delay, e.g. 5ms (needs --delay) (units: us, ms, s)."),
-        click.option(
-            "--distribution", type=click.Choice(["uniform", "normal", "pareto", "paretonormal"]), help="Of the jitter."
-        ),
-        click.option("--correlation", metavar="PERCENT", help="Of the jitter, the loss or the reorder."),
-        click.option("--loss", metavar="PERCENT", help="Random loss, e.g. 1%."),
-        click.option("--gemodel", metavar="P[,R[,1-H[,1-K]]]", help="Gilbert-Elliott (bursty) loss instead of --loss."),
-        click.option("--rate", metavar="RATE", help="Bandwidth, tc units: 2mbit, 512kbit, 1gbit (kbps = kbytes/s)."),
-        click.option("--duplicate", metavar="PERCENT", help="Packets sent twice, e.g. 0.1%."),
-        click.option(
-            "--corrupt", metavar="PERCENT", help="Packets with a flipped bit (the receiver drops them), e.g. 0.1%."
-        ),
-        click.option("--reorder", metavar="PERCENT", help="Sent at once instead of delayed (needs --delay)."),
-        click.option("--gap", type=int, metavar="N", help="Reorder every Nth packet."),
+    options = [click.option(f"--{k.name}", **_option(k)) for k in KNOBS]
+    options += [
         click.option(
             "--for", "duration", type=TIME, help="Revert by itself after this long, e.g. 60s (units: us, ms, s)."
         ),

@@ -2,15 +2,16 @@
 kernel's argv and the userspace worker's rules.
 
 Standard library only: the worker (nfqueue.py) imports it inside the bridge's namespace. A new netem
-knob is one field here plus its renderers below (`to_json` for the API, `netem_args` for tc, the wire
-format for the worker) and its parser in params.py; `plus` is the one place settings on the same packets
-are merged.
+knob is one entry of KNOBS (its name, kind, help: the API's body, the CLI's options, the parser and the
+docs derive from it), one field of Impairment and its renderers below (`to_json` for the API,
+`netem_args` for tc), and the backends that implement it; `plus` is the one place settings on the
+same packets are merged.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, replace
 
 DISTRIBUTIONS = ("uniform", "normal", "pareto", "paretonormal")
 GEMODEL_KEYS = ("p", "r", "1-h", "1-k")
@@ -34,6 +35,36 @@ def format_rate(bits: float) -> str:
 
 def format_percent(fraction: float) -> str:
     return f"{fraction * 100:g}%"
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One knob of the API, as everything that names one reads it (#37: the field set was written out
+    seven times). kind: time (with its unit), percent, rate (tc units), choice (of `choices`), count
+    (whole packets), gemodel (netem's loss model, an object)."""
+
+    name: str
+    kind: str
+    help: str
+    example: str | None = None
+    alone: bool = True  # applies by itself ("nothing to apply" names these); False: modifies another
+    choices: tuple[str, ...] = ()
+
+
+# In the order a reader names them (the CLI's options, the API's body).
+KNOBS: tuple[Knob, ...] = (
+    Knob("delay", "time", "one-way delay, 0..60s", "125ms"),
+    Knob("jitter", "time", "± around the delay; needs a delay", "5ms"),
+    Knob("distribution", "choice", "of the jitter", alone=False, choices=DISTRIBUTIONS),
+    Knob("correlation", "percent", "of successive draws: the jitter, the loss, the reorder", alone=False),
+    Knob("loss", "percent", "random loss", "0.5%"),
+    Knob("gemodel", "gemodel", "Gilbert-Elliott (bursty) loss, instead of loss"),
+    Knob("rate", "rate", "bandwidth, 8kbit..10gbit (tc units; kbps = kilobytes/s)", "2mbit"),
+    Knob("duplicate", "percent", "packets sent twice", "0.1%"),
+    Knob("corrupt", "percent", "packets with a flipped bit (the receiver drops them)", "0.1%"),
+    Knob("reorder", "percent", "packets sent at once, overtaking held ones (no effect without a delay, as netem)"),
+    Knob("gap", "count", "netem's reorder gap, 1..1000 packets; needs a reorder", alone=False),
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -88,20 +119,14 @@ class Impairment:
     def to_json(self) -> dict:
         """The API's words: tc-style strings, only the fields that are set."""
         out: dict = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
+        for knob in KNOBS:
+            value = getattr(self, knob.name)
             if value in (None, 0.0):
                 continue
-            if f.name in ("delay", "jitter"):
-                out[f.name] = format_time(value)
-            elif f.name == "rate":
-                out[f.name] = format_rate(value)
-            elif f.name in ("distribution", "gap"):
-                out[f.name] = value
-            elif f.name == "gemodel":
-                out[f.name] = dict(zip(GEMODEL_KEYS, (format_percent(v) for v in value), strict=True))
+            if knob.kind == "gemodel":
+                out[knob.name] = dict(zip(GEMODEL_KEYS, (format_percent(v) for v in value), strict=True))
             else:
-                out[f.name] = format_percent(value)
+                out[knob.name] = RENDER.get(knob.kind, lambda v: v)(value)
         return out
 
     def netem_args(self) -> list[str]:
@@ -136,3 +161,6 @@ class Impairment:
         """What to_wire wrote; unknown keys are an error (a worker older than its controller says so)."""
         gemodel = values.get("gemodel")
         return cls(**{**values, "gemodel": tuple(float(v) for v in gemodel) if gemodel else None})
+
+
+RENDER = {"time": format_time, "rate": format_rate, "percent": format_percent}

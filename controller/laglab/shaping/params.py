@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from ..errors import Kind, LabError
-from .impairment import DISTRIBUTIONS, GEMODEL_KEYS, Impairment, format_percent, format_rate, format_time
+from .impairment import DISTRIBUTIONS, GEMODEL_KEYS, KNOBS, Impairment, format_percent, format_rate, format_time
 
 
 class Direction(StrEnum):
@@ -160,15 +160,11 @@ class Request:
     duration: float | None = None
 
 
+# The knobs of a value with its unit, parsed by their kind (impairment.KNOBS).
 _PARSERS = {
-    "delay": parse_time,
-    "jitter": parse_time,
-    "loss": parse_percent,
-    "rate": parse_rate,
-    "correlation": parse_percent,
-    "duplicate": parse_percent,
-    "corrupt": parse_percent,
-    "reorder": parse_percent,
+    k.name: {"time": parse_time, "percent": parse_percent, "rate": parse_rate}[k.kind]
+    for k in KNOBS
+    if k.kind in ("time", "percent", "rate")
 }
 _SERVICE_RE = re.compile(SERVICE_PATTERN)
 
@@ -206,10 +202,7 @@ def check(shaping: Impairment) -> Impairment:
     if shaping.correlation and not (shaping.jitter or shaping.loss):
         raise _rule("correlation", "needs a jitter or a loss")
     if shaping.empty:
-        raise _rule(
-            "body",
-            "nothing to apply: give at least one of delay, jitter, loss, gemodel, rate, duplicate, corrupt, reorder",
-        )
+        raise _rule("body", f"nothing to apply: give at least one of {', '.join(k.name for k in KNOBS if k.alone)}")
     return shaping
 
 
@@ -217,7 +210,7 @@ def parse_request(body: object) -> Request:
     """Validate a PUT /api/shaping/<service> body. Raises ParamError naming the first bad field."""
     if not isinstance(body, dict):
         raise ParamError("body", "expected a JSON object")
-    known = {*_PARSERS, "distribution", "gemodel", "gap", "peer", "direction", "duration"}
+    known = {*(k.name for k in KNOBS), "peer", "direction", "duration"}
     for key in body:
         if key not in known:
             raise ParamError(str(key)[:64], f"unknown field; known fields: {', '.join(sorted(known))}")

@@ -29,7 +29,8 @@ def test_a_stale_part_is_found_and_written_again(tmp_path):
     stale = fresh.replace("| `load.threads` |", "| `load.thread_count` |")
     assert stale != fresh
     (tmp_path / page).write_text(stale)
-    (tmp_path / "docs/cli.md").write_text((ROOT / "docs/cli.md").read_text())
+    for other in set(generated_docs.PARTS) - {page}:
+        (tmp_path / other).write_text((ROOT / other).read_text())
     assert generated_docs.write(tmp_path) == [page]
     assert (tmp_path / page).read_text() == fresh
     with pytest.raises(KeyError, match="no markers"):
@@ -101,3 +102,24 @@ def test_every_shipped_scenario_says_what_a_user_should_see():
         if re.search(r"[Pp]ublished", text):
             sourced = scenario.reference is not None or re.search(r"^# Source.*\n(#.*\n)*?#.*https?://", text, re.M)
             assert sourced, f"{path.name} claims a published set-up and names no source"
+
+
+def test_one_table_names_the_shaping_knobs():
+    """#37.2: an impairment knob's field set was written out seven times. The API's body, the CLI's
+    options, the parser and Impairment itself all hold exactly the knobs of KNOBS."""
+    from dataclasses import fields
+
+    from laglab.api.models import ShapingBody
+    from laglab.cli.shaping import shape
+    from laglab.shaping.impairment import KNOBS, Impairment
+    from laglab.shaping.params import _PARSERS, parse_request
+
+    names = [k.name for k in KNOBS]
+    assert sorted(names) == sorted(f.name for f in fields(Impairment))
+    assert set(names) <= set(ShapingBody.model_fields) and set(ShapingBody.model_fields) - set(names) == {
+        "peer", "direction", "duration"}  # fmt: skip
+    options = {p.name for p in shape.params if isinstance(p, click.Option)}
+    assert set(names) <= options
+    assert set(_PARSERS) == {k.name for k in KNOBS if k.kind in ("time", "percent", "rate")}
+    with pytest.raises(Exception, match="nothing to apply: give at least one of delay, jitter, loss"):
+        parse_request({"peer": "mysql-target"})
