@@ -81,7 +81,7 @@ class LabCollector(Collector):
         loss = GaugeMetricFamily("laglab_shaping_loss_ratio", "Loss asked, 0..1", labels=["service", "peer"])
         if lab.shaping is not None:
             with lab.shaping.lock:
-                entries = list(lab.shaping.entries.values())
+                entries = list(lab.shaping.desired.entries.values())
             for e in entries:
                 labels = [e.service, e.peer or ""]
                 delay.add_metric(labels, e.shaping.delay)
@@ -113,7 +113,7 @@ class LabCollector(Collector):
             faults.add_metric([fault.service, fault.action], 1)
         yield faults
         partitions = GaugeMetricFamily("laglab_partitions", "Partitions in force")
-        partitions.add_metric([], len(lab.shaping.partitions) if lab.shaping is not None else 0)
+        partitions.add_metric([], len(lab.shaping.desired.partitions) if lab.shaping is not None else 0)
         yield partitions
 
         qps = GaugeMetricFamily("laglab_load_qps", "Queries per second of the running load (sysbench report)")

@@ -36,7 +36,7 @@ def put(body: Matrix):
 
 @operation(bp, "GET", "/api/matrix", "The delay matrix in force", ok=(200, models.MatrixState), errors=(503,))
 def get():
-    return _shown(manager().matrix)
+    return _shown(manager().desired.matrix)
 
 
 @operation(bp, "DELETE", "/api/matrix", "Remove the delay matrix's shaping", ok=(204, None), errors=(502, 503))

@@ -7,7 +7,7 @@ from ..errors import ApiError
 from ..openapi import operation
 from ..platforms import PlatformError
 from ..platforms.base import measurable
-from ..shaping import verify
+from ..shaping import present, verify
 from ..shaping.params import SERVICE_PATTERN, parse_request, valid_service
 from . import models, parts
 
@@ -65,7 +65,7 @@ def delete(service, query: models.PeerQuery):
 )  # fmt: skip
 def list_all():
     m = manager()
-    return {"backend": m.backend.name, "shaping": m.all()}
+    return {"backend": m.backend.name, "shaping": present.every(m.desired, m.reconciler, m.platform.list())}
 
 
 @operation(bp, "DELETE", "/api/shaping", "Clear all shaping", ok=(204, None), errors=(502, 503))
@@ -81,7 +81,7 @@ def clear():
 def containers():
     m = manager()
     lab = m.platform.list()
-    shaped = {d["service"]: d["desired"] for d in m.all()}
+    shaped = {d["service"]: d["desired"] for d in present.every(m.desired, m.reconciler, m.platform.list())}
     return {"containers": [{**c.as_json(), "shaping": shaped.get(s, [])} for s, c in sorted(lab.items())]}
 
 

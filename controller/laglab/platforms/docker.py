@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import io
 import logging
-import os
-import socket
-import struct
 import tarfile
 import threading
 import time
 
 from .base import Bridge, LabContainer, ServiceState, Unsupported, running_of
+from .host_procs import HostProcesses
 
 log = logging.getLogger("laglab.containers")
 PROJECT_LABEL = "com.docker.compose.project"
@@ -30,22 +28,16 @@ class DockerPlatform:
     def __init__(self, project: str, client=None, proc: str = "/proc", socket_path: str | None = None):
         self.project = project
         self._client = client
-        self._proc = proc
-        self._socket_path = socket_path  # the Docker API's unix socket (None: from DOCKER_HOST)
-        self._daemon: tuple[float, int] | None = None  # (monotonic time, the daemon's PID) from the socket
+        self.procs = HostProcesses(proc, socket_path)  # who a PID is: a container's process, the daemon
         self._ids_by_pid: dict[int, str] = {}
-        self._processes: dict[str, tuple[str, int, bool, int]] = {}  # id -> (state, PID, running, start time)
         self._bridge: Bridge | None = None
         self._bridge_checked = 0.0  # when the kept bridge was last seen held by its dockerd (monotonic)
         self._node: str | None = None  # the engine's host name (nodes())
         self._cache: tuple[float, dict] | None = None  # (monotonic time, the last list)
         # Kept current from Docker's event stream (watch()): while it runs, a list stays good until an
         # event of this project's containers says something changed.
-        self._generation = 0  # events seen
-        self._listed_at: int | None = None  # the generation the last list was read at
-        self._watching = False
-        self._stop_watching = threading.Event()
-        self._stream = None
+        self.events = ContainerEvents(self)  # watch(): the list kept current from Docker's events
+        self._listed_at: int | None = None  # the events' generation the last list was read at
 
     @classmethod
     def create(cls, project: str, environ) -> DockerPlatform:
@@ -69,11 +61,11 @@ class DockerPlatform:
         longer shows as its process (docker-py's full list inspected every container, exited set-up
         jobs included, every time: the costliest thing the controller did at a 10 ms heartbeat)."""
         cached = self._cache
-        if cached is not None and self._watching and self._listed_at == self._generation:
+        if cached is not None and self.events.watching and self._listed_at == self.events.generation:
             return dict(cached[1])  # no event since: what Docker would answer
         if max_age and cached is not None and time.monotonic() - cached[0] <= max_age:
             return dict(cached[1])
-        generation = self._generation  # an event while listing makes this list stale at once
+        generation = self.events.generation  # an event while listing makes this list stale at once
         found: dict[str, LabContainer] = {}
         seen: set[str] = set()
         for summary in self.client.api.containers(all=True, filters={"label": f"{PROJECT_LABEL}={self.project}"}):
@@ -88,7 +80,9 @@ class DockerPlatform:
             seen.add(container_id)
             # Docker's State.Running is true while paused or restarting too (as the inspect said before).
             pid, running = (
-                self._process(container_id, state) if state in ("running", "paused", "restarting") else (0, False)
+                self.procs.process(lambda cid: _state_of(self.client, cid), container_id, state)
+                if state in ("running", "paused", "restarting")
+                else (0, False)
             )
             service = labels[SERVICE_LABEL]
             name = (summary.get("Names") or [f"/{container_id[:12]}"])[0].lstrip("/")
@@ -97,85 +91,17 @@ class DockerPlatform:
             )  # fmt: skip
             if service not in found or entry.running:
                 found[service] = entry
-        self._processes = {k: v for k, v in self._processes.items() if k in seen}
+        self.procs.forget(seen)
         self._ids_by_pid = {c.pid: c.id for c in found.values() if c.running and c.pid > 1}
         self._cache = (time.monotonic(), dict(found))
         self._listed_at = generation
         return found
 
-    # Events that change what list() answers: a container's existence, state, PID or address.
-    EVENTS = ("create", "start", "restart", "die", "kill", "stop", "pause", "unpause", "destroy", "rename", "oom")
-
     def watch(self) -> None:
-        """Follow Docker's event stream in a thread (a live change then lists nothing: the list is in
-        memory). Healthchecks' exec events are filtered out by the daemon. A broken stream falls back
-        to listing on every call until it is followed again."""
-        self._stop_watching.clear()
-        threading.Thread(target=self._follow, name="container-events", daemon=True).start()
+        self.events.start()
 
     def unwatch(self) -> None:
-        self._stop_watching.set()
-        self._watching = False
-        stream, self._stream = self._stream, None
-        if stream is not None:
-            try:
-                stream.close()
-            except Exception:  # closing a broken stream: nothing left to do
-                log.debug("closing the event stream failed", exc_info=True)
-
-    def _follow(self) -> None:
-        filters = {"type": "container", "label": f"{PROJECT_LABEL}={self.project}", "event": list(self.EVENTS)}
-        while not self._stop_watching.is_set():
-            try:
-                self._stream = self.client.events(decode=True, filters=filters)
-                self._generation += 1  # whatever happened before the stream: list again once
-                self._watching = True
-                for _event in self._stream:
-                    self._generation += 1
-            except Exception as error:  # the daemon restarted, the socket closed
-                log.warning("container events: %s; listing on every call until they come back", error)
-            self._watching = False
-            self._stop_watching.wait(1.0)
-
-    def _process(self, container_id: str, state: str) -> tuple[int, bool]:
-        """(PID, running) of a container Docker lists as running, paused or restarting: what its last
-        inspect said while /proc shows that PID is still its process (its cgroup names the container
-        and its start time is the one seen then; a restart keeps the ID and changes the PID), else a
-        fresh inspect. Without a readable /proc every call inspects."""
-        known = self._processes.get(container_id)
-        if (
-            known is not None
-            and known[0] == state
-            and known[1] > 1
-            and self._started(known[1], container_id) == known[3]
-        ):
-            return known[1], known[2]
-        from docker.errors import NotFound  # here, not at import: the kernel suite's guest has no Docker SDK
-
-        try:
-            inspected = self.client.api.inspect_container(container_id)["State"]
-        except NotFound:  # removed between the list and the inspect
-            self._processes.pop(container_id, None)
-            return 0, False
-        pid, running = int(inspected.get("Pid") or 0), bool(inspected.get("Running"))
-        started = self._started(pid, container_id) if pid > 1 else None
-        if started is not None:
-            self._processes[container_id] = (state, pid, running, started)
-        else:
-            self._processes.pop(container_id, None)
-        return pid, running
-
-    def _started(self, pid: int, container_id: str) -> int | None:
-        """The start time (clock ticks since boot) of `pid` if its cgroup names the container, else None."""
-        try:
-            with open(f"{self._proc}/{pid}/cgroup") as cgroup:
-                if container_id not in cgroup.read():
-                    return None
-            with open(f"{self._proc}/{pid}/stat") as stat:
-                # Field 22; the command name (field 2) may hold spaces and parentheses: split after it.
-                return int(stat.read().rsplit(")", 1)[1].split()[19])
-        except (OSError, IndexError, ValueError):
-            return None
+        self.events.stop()
 
     def running(self, *services: str, hint: str = "") -> list[LabContainer]:
         """The running containers of these services, or an error naming the ones that are not running."""
@@ -266,7 +192,7 @@ class DockerPlatform:
         cached = self._bridge
         if cached is not None and time.monotonic() - self._bridge_checked < 1.0:
             return cached  # checked within the second (entering its namespace checks again: owns)
-        if cached is not None and self._is_bridge_holder(cached.pid, cached.name):
+        if cached is not None and self.procs.holds_device(cached.pid, cached.name):
             self._bridge_checked = time.monotonic()
             return cached
         networks = self.client.networks.list(filters={"label": f"{PROJECT_LABEL}={self.project}"})
@@ -275,8 +201,8 @@ class DockerPlatform:
             raise RuntimeError(f"no 'lab' network of compose project {self.project!r}")
         network = labelled[0]
         name = (network.attrs.get("Options") or {}).get("com.docker.network.bridge.name") or f"br-{network.id[:12]}"
-        pid = self.daemon_pid()
-        if not self._is_bridge_holder(pid, name):
+        pid = self.procs.daemon_pid()
+        if not self.procs.holds_device(pid, name):
             raise RuntimeError(
                 f"the Docker daemon (PID {pid}, the peer of its API socket) has no {name} in its network namespace "
                 "(is the controller's pid: host?)"
@@ -284,54 +210,74 @@ class DockerPlatform:
         self._bridge, self._bridge_checked = Bridge(name, pid), time.monotonic()
         return self._bridge
 
-    def daemon_pid(self) -> int:
-        """The Docker daemon's PID as the controller sees it (pid: host): the peer of the API's unix socket
-        (SO_PEERCRED, which the kernel fills in). A process's name is no proof: any user can start one
-        called dockerd in a network namespace of its own (unshare -Urn) with a device of the bridge's name."""
-        if self._daemon is not None and time.monotonic() - self._daemon[0] < 1.0:
-            return self._daemon[1]  # asked on every entry into the bridge's namespace: once a second at most
-        path = self._socket_path
-        if path is None:
-            host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-            if not host.startswith("unix://"):
-                raise RuntimeError(f"DOCKER_HOST={host}: the daemon's process is known only through a unix socket")
-            path = host.removeprefix("unix://")
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-            conn.settimeout(5)
-            conn.connect(path)
-            pid, _uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
-        self._daemon = (time.monotonic(), pid)
-        return pid
-
-    def _is_bridge_holder(self, pid: int, name: str) -> bool:
-        """The daemon (its socket's peer), and its namespace has the bridge (/proc/PID/net/dev lists that
-        namespace's devices)."""
-        try:
-            if pid != self.daemon_pid():
-                return False
-            with open(f"{self._proc}/{pid}/net/dev") as devices:
-                return any(line.split(":", 1)[0].strip() == name for line in devices)
-        except OSError:
-            return False
-
     def owns(self, pid: int) -> bool:
         """Whether `pid` is still the process of this project's container that Docker reported for
         it: its cgroup names that container. A PID recycled for a host process (or another
         container's) must never be the namespace the controller enters. The one exception is the
         bridge's namespace (dockerd's), checked the same way: still dockerd, still holding the bridge."""
         if self._bridge is not None and pid == self._bridge.pid:
-            return self._is_bridge_holder(pid, self._bridge.name)
+            return self.procs.holds_device(pid, self._bridge.name)
         container_id = self._ids_by_pid.get(pid)
         if container_id is None:
             self.list()
             container_id = self._ids_by_pid.get(pid)
-        if container_id is None:
-            return False
-        try:
-            with open(f"{self._proc}/{pid}/cgroup") as f:
-                return container_id in f.read()
-        except OSError:
-            return False
+        return container_id is not None and self.procs.in_cgroup(pid, container_id)
+
+
+def _state_of(client, container_id: str) -> dict | None:
+    """A container's State as Docker inspects it; None once it is removed."""
+    from docker.errors import NotFound  # here, not at import: the kernel suite's guest has no Docker SDK
+
+    try:
+        return client.api.inspect_container(container_id)["State"]
+    except NotFound:
+        return None
+
+
+class ContainerEvents:
+    """Docker's event stream for this project's containers, followed in a thread: `generation` counts
+    the events, so that a list stays good until one says something changed."""
+
+    def __init__(self, platform: DockerPlatform):
+        self.platform = platform
+        self.generation = 0  # events seen
+        self.watching = False
+        self._stop = threading.Event()
+        self._stream = None
+
+    # Events that change what list() answers: a container's existence, state, PID or address.
+    NAMES = ("create", "start", "restart", "die", "kill", "stop", "pause", "unpause", "destroy", "rename", "oom")
+
+    def start(self) -> None:
+        """Follow Docker's event stream in a thread (a live change then lists nothing: the list is in
+        memory). Healthchecks' exec events are filtered out by the daemon. A broken stream falls back
+        to listing on every call until it is followed again."""
+        self._stop.clear()
+        threading.Thread(target=self._follow, name="container-events", daemon=True).start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.watching = False
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            try:
+                stream.close()
+            except Exception:  # closing a broken stream: nothing left to do
+                log.debug("closing the event stream failed", exc_info=True)
+
+    def _follow(self) -> None:
+        filters = {"type": "container", "label": f"{PROJECT_LABEL}={self.platform.project}", "event": list(self.NAMES)}
+        while not self._stop.is_set():
+            try:
+                self._stream = self.platform.client.events(decode=True, filters=filters)
+                self.generation += 1  # whatever happened before the stream: list again once
+                self.watching = True
+                for _event in self._stream:
+                    self.generation += 1
+            except Exception as error:  # the daemon restarted, the socket closed
+                log.warning("container events: %s; listing on every call until they come back", error)
+            self.watching = False
+            self._stop.wait(1.0)
 
 
 class DockerExecution:

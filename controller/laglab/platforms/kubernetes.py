@@ -19,6 +19,7 @@ import time
 
 from .base import LabContainer, PlatformError, ServiceState, running_of
 from .kube_api import ExecResult, KubeApi, KubeError
+from .pod_chaos import PodChaos
 
 log = logging.getLogger("laglab.kubernetes")
 NAME_LABEL = "app.kubernetes.io/name"
@@ -48,6 +49,7 @@ class KubernetesPlatform:
         self.project = api.namespace  # the lab is its namespace
         self.owner = owner  # an ownerReference put on every chaos object, or None
         self._cache: tuple[float, dict[str, LabContainer], dict[str, dict]] | None = None
+        self.chaos = PodChaos(self)  # the fault actions, as Chaos Mesh's PodChaos
 
     @classmethod
     def create(cls, project: str, environ) -> KubernetesPlatform:
@@ -137,16 +139,11 @@ class KubernetesPlatform:
         )
 
     # --- inside a service's container ---
-    def _main(self, service: str) -> tuple[str, str]:
-        pod = self.running(service)[0]
-        spec = self._pod(service).get("spec") or {}
-        return pod.name, spec["containers"][0]["name"]
-
     def exec(
         self, service: str, argv: list[str], workdir: str | None = None, container: str | None = None
     ) -> tuple[int, bytes]:
         """`container`: another container of the service's pod than its main one (tools())."""
-        pod, main = self._main(service)
+        pod, main = _main(self, service)
         container = container or main
         try:
             result = self.api.exec(pod, container, _in_dir(argv, workdir))
@@ -155,7 +152,7 @@ class KubernetesPlatform:
         return _code(result), result.output
 
     def exec_stream(self, service: str, argv: list[str], workdir: str | None = None, container: str | None = None):
-        pod, main = self._main(service)
+        pod, main = _main(self, service)
         container = container or main
         try:
             return self.api.exec_stream(pod, container, _in_dir(argv, workdir), timeout=3600)
@@ -237,59 +234,16 @@ class KubernetesPlatform:
             if code != 0:
                 raise PlatformError(f"{service}: writing {directory}/{name}: {out.decode(errors='replace')[:200]}")
 
-    # --- faults, through Chaos Mesh's PodChaos ---
+    # --- faults, through Chaos Mesh's PodChaos (pod_chaos.py) ---
     def state(self, service: str) -> ServiceState:
         pod = self._pod(service)
-        if self._chaos(service, "stop") is not None:
+        if self.chaos.get(service, "stop") is not None:
             return ServiceState(False, False, "stopped (PodChaos pod-failure)")
         status = pod.get("status") or {}
         return ServiceState(_running(pod), False, str(status.get("phase") or "").lower())
 
-    def _chaos(self, service: str, action: str) -> dict | None:
-        from ..shaping import chaos_mesh
-
-        path = self.api.chaos_path(self.project, "podchaos", chaos_mesh.object_name(service, action))
-        try:
-            return self.api.request("GET", path)
-        except KubeError as error:
-            if error.not_found:
-                return None
-            raise PlatformError(f"{service}: reading its PodChaos: {error.message}") from None
-
     def act(self, service: str, action: str) -> None:
-        from ..shaping import chaos_mesh
-
-        if action in ("pause", "unpause"):
-            raise PlatformError(
-                f"action: {action} has no Chaos Mesh equivalent on Kubernetes (kill, stop, start, restart)"
-            )
-        if action == "start":  # the end of a stop: its pod-failure goes
-            self._delete_chaos(service, "stop")
-            return
-        kind = "kill" if action in ("kill", "restart") else "stop"
-        pod = self._pod(service)
-        container = pod["spec"]["containers"][0]["name"]
-        body = chaos_mesh.pod_chaos(self.project, service, kind, container, pods=self.shared_pods())
-        if self.owner:
-            body["metadata"]["ownerReferences"] = [self.owner]
-        self._delete_chaos(service, kind)  # a container-kill is done once injected: the last one may remain
-        try:
-            self.api.request("POST", self.api.chaos_path(self.project, "podchaos"), body=body)
-        except KubeError as error:
-            raise PlatformError(f"action: {action}: creating its PodChaos: {error.message}") from None
-        self._cache = None
-
-    def _delete_chaos(self, service: str, action: str, timeout: float = 60.0) -> None:
-        from ..shaping import chaos_mesh
-
-        path = self.api.chaos_path(self.project, "podchaos", chaos_mesh.object_name(service, action))
-        try:  # Chaos Mesh's finalizer holds it until recovered
-            if self.api.delete_until_gone(path, timeout, 0.2):
-                self._cache = None
-                return
-        except KubeError as error:
-            raise PlatformError(f"{service}: deleting its PodChaos: {error.message}") from None
-        raise PlatformError(f"{service}: its PodChaos was not recovered within {timeout:g}s")
+        self.chaos.act(service, action, pod=lambda: self._pod(service))
 
 
 def statefulset_replicas(api: KubeApi, name: str) -> int:
@@ -326,3 +280,10 @@ def _code(result: ExecResult) -> int:
     if result.code < 0 and result.message:
         log.warning("exec ended without an exit code: %s", result.message)
     return result.code
+
+
+def _main(platform: KubernetesPlatform, service: str) -> tuple[str, str]:
+    """The service's pod and its main container (the first)."""
+    pod = platform.running(service)[0]
+    spec = platform._pod(service).get("spec") or {}
+    return pod.name, spec["containers"][0]["name"]

@@ -17,17 +17,14 @@ import time
 import traceback
 from typing import TYPE_CHECKING
 
-import yaml
-
-from .. import tcp_buffers
 from ..hostload import HostLoad
-from ..platforms.base import Unsupported, measurable
 from ..replicators import KINDS, for_kind
-from ..results import Run, iso
-from . import bottleneck, environment, measure, report, summarise
+from ..results import Run
+from . import environment, measure, report, run_files, summarise
+from .buffer_switch import BufferSwitch
+from .knees import Knees
 from .orphan import RunMarker
 from .recording import PointRecording
-from .search import judge
 from .spec import Plan, Point, describe_point
 from .timeline import EVENT_COLUMNS, TimelineRun
 
@@ -81,7 +78,8 @@ class ScenarioRun:
         self.status = RunStatus.PENDING
         self.reason: str | None = None
         self.point: Point | None = None  # the point being measured (a sweep point, or a search's probe)
-        self.knees: list[dict] = []  # a search's answer per sweep point, as each one ends
+        self.search = Knees(plan)
+        self.knees = self.search.found  # a search's answer per sweep point, as each one ends
         self.step = "queued"
         self.started = time.time()
         self.finished: float | None = None
@@ -101,9 +99,9 @@ class ScenarioRun:
         self.identical: bool | None = None  # the consistency check's verdict, once it ran
         self.cleanup_errors: list[dict] = []  # {step, error, repair?}: a cleanup step that failed
         self.environment: dict = {}  # environment.json, once described
-        self._buffers_before: dict[str, dict[str, str]] = {}  # service -> TCP buffers before the run set them
         # On disk while the run changes the lab: the next start ends it if the controller dies (orphan.py).
         self._marker = RunMarker(getattr(lab, "state_dir", None), self.id, self.run.path)
+        self._buffers = BufferSwitch(lab, self._marker)
 
     # --- status ---
     def as_json(self) -> dict:
@@ -173,7 +171,7 @@ class ScenarioRun:
         self._marker.write()
         self._set_status(RunStatus.RUNNING)
         self.run.write_json("scenario.json", {"plan": self.plan.model_dump(mode="json")})
-        (self.run.path / "scenario.yaml").write_text(self._resolved_yaml())
+        (self.run.path / "scenario.yaml").write_text(run_files.resolved_yaml(self.plan))
         consistency_report = None
         feeds = self._feeds()
         for feed, fn in feeds:
@@ -182,7 +180,7 @@ class ScenarioRun:
             self._check("describing the environment")
             self.environment = environment.describe(self.lab)
             self.run.write_json("environment.json", self.environment)
-            for point in self._points():
+            for point in self.search.points(self.summary):
                 self.point = point
                 if self.lab.events is not None:
                     self.lab.events.add(
@@ -190,7 +188,7 @@ class ScenarioRun:
                         f"{self.plan.scenario.name} point {point.index + 1}/{self.plan.most_points()}: {describe_point(point)}",
                     )
                 self.summary.append(self._run_point(point))
-                self.run.write_json("summary.json", self._summary_doc(consistency_report))
+                self.run.write_json("summary.json", run_files.summary_doc(self, consistency_report))
             self._check("consistency check")
             consistency_report = self._consistency()
             self.identical = bool(consistency_report.get("identical"))
@@ -211,7 +209,7 @@ class ScenarioRun:
             if self.status == RunStatus.FAILED and consistency_report is None and not self.cleanup_errors:
                 consistency_report = self._consistency_after_failure()
             self.finished = time.time()
-            self.run.write_json("summary.json", self._summary_doc(consistency_report))
+            self.run.write_json("summary.json", run_files.summary_doc(self, consistency_report))
             for series in (self._load_series, self._lag_series, self._link_series, self._event_series):
                 if series is not None:
                     series.close()
@@ -221,50 +219,6 @@ class ScenarioRun:
                 log.error("report for %s failed: %s", self.id, error)
             self._marker.clear()
             self.step = "done"
-
-    def _points(self):
-        """The points to measure: the sweep's, or each search's probes as it asks for them (a probe's
-        verdict is read from its result, appended to self.summary before the next one is asked)."""
-        search = self.plan.search
-        if search is None:
-            yield from self.plan.points
-            return
-        for group in self.plan.points:
-            knee = search.knee_search()
-            numbers = []
-            while (asked := knee.next()) is not None:
-                value, factor = asked
-                yield self.plan.probe(group, value, factor, index=len(self.summary))
-                result = self.summary[-1]
-                rate = (result.get("load") or {}).get("rate_tps") or None  # a write rate asked, searched or not
-                verdict, slope, why = judge(search.criterion, result, asked_rate=rate)
-                knee.record(value, verdict, slope)
-                numbers.append(result["point"])
-                result["probe"] = {"search": group.index + 1, "param": search.param, "value": search.value(value),
-                                   "window_factor": factor, "verdict": verdict, "why": why}  # fmt: skip
-                self._write_knee(group, knee, numbers, final=False)
-            self._write_knee(group, knee, numbers, final=True)
-
-    def _write_knee(self, group: Point, knee, numbers: list[int], final: bool) -> None:
-        """The search's answer for one sweep point so far (summary.json), replaced as probes come in."""
-        search = self.plan.search
-        result = knee.result()
-        entry = {
-            "search": group.index + 1,
-            "at": group.params,
-            "param": search.param,
-            "goal": "highest" if search.highest else "lowest",
-            "until": search.until,
-            "resolution": search.resolution,
-            **result,
-            "knee": None if result["knee"] is None else search.value(result["knee"]),
-            "bracket": None if result["bracket"] is None else [None if v is None else search.value(v) for v in result["bracket"]],
-            "points": list(numbers),
-            "final": final,
-        }  # fmt: skip
-        if final:
-            entry["expect"] = search.expectations(entry["knee"])
-        self.knees[:] = [k for k in self.knees if k["search"] != entry["search"]] + [entry]
 
     def _feeds(self) -> list:
         """The recorders this run streams from, each with the subscriber that hands a sample to the
@@ -277,65 +231,6 @@ class ScenarioRun:
                 (self.lab.clusters.feed, lambda sample: self._recording and self._recording.on_node_lag(sample))
             )
         return feeds
-
-    def _resolved_yaml(self) -> str:
-        doc = {
-            **self.plan.scenario.model_dump(mode="json"),
-            "sweep": self.plan.sweep,
-            "quick_applied": self.plan.quick,
-            "points": [p.params for p in self.plan.points],
-        }
-        return (
-            "# resolved copy of the scenario that ran (defaults filled in, quick overrides applied)\n"
-            + yaml.safe_dump(doc, sort_keys=False)
-        )
-
-    def _reference(self) -> dict | None:
-        """The scenario's published figures, and whether this run's settings make them comparable."""
-        reference = self.plan.scenario.reference
-        return None if reference is None else reference.for_summary(self.plan.scenario)
-
-    def _summary_doc(self, consistency_report) -> dict:
-        tolerance = self.plan.scenario.bottleneck
-        doc = {
-            "id": self.id,
-            "scenario": self.plan.scenario.name,
-            "status": self.status,
-            "reason": self.reason,
-            "started": iso(self.started),
-            "finished": iso(self.finished) if self.finished else None,
-            "quick": self.plan.quick,
-            "sweep": self.plan.sweep,
-            "link_between": list(self.plan.scenario.link.between),
-            "reference": self._reference(),
-            "points": self.summary,
-            # a search's answers: one per sweep point, and `knee` by knob when there is one (assertions:
-            # summary["knee"]["load.rate"] >= 150)
-            **self._knee_doc(),
-            # Points whose measured window had more runnable tasks than cores (hostload.py): CPU-bound
-            # figures, not the network's.
-            "host_saturated_points": [p["point"] for p in self.summary if (p.get("host") or {}).get("saturated")],
-            "cleanup_errors": self.cleanup_errors,
-            "bottleneck_tolerance": {"pct": tolerance.tolerance_pct, "slope": tolerance.slope_tolerance},
-            "consistency": None
-            if consistency_report is None
-            else {
-                k: consistency_report[k]
-                for k in ("identical", "differences", "gtid", "clusters")
-                if k in consistency_report
-            },
-        }
-        # What should bound each point, predicted, against what was measured (bottleneck.py).
-        doc["bottlenecks"] = bottleneck.explain(doc, self.environment)
-        return doc
-
-    def _knee_doc(self) -> dict:
-        if self.plan.search is None:
-            return {}
-        doc: dict = {"search": self.plan.search.model_dump(mode="json", by_alias=True), "knees": self.knees}
-        if len(self.plan.points) == 1 and self.knees:
-            doc["knee"] = {self.plan.search.param: self.knees[0]["knee"]}
-        return doc
 
     # --- one point ---
     def _replicator_for(self, point: Point):
@@ -363,7 +258,7 @@ class ScenarioRun:
         replicator.apply(point.scenario, sleep=self._sleep)
         self._check("waiting for the replica to catch up")
         replicator.wait_caught_up(300, sleep=self._sleep)
-        buffers = self._tcp_buffers(point)
+        buffers = self._buffers.set_for(point, self._check)
         if plan.shaping:
             self._check("applying shaping")
             for service, request in plan.shaping:
@@ -389,7 +284,7 @@ class ScenarioRun:
             )
             timeline.prepare()
 
-        host = HostLoad(workers=self._worker_pids)
+        host = HostLoad(workers=lambda: worker_pids(self.lab))
 
         def window_opens(start: float) -> None:
             self._recording.measure_from(start)
@@ -417,49 +312,6 @@ class ScenarioRun:
             extra = {**extra, "tcp_buffers": buffers}
         return summarise.point_result(point, plan, verification, window, figures, extra, events, host_load)
 
-    def _tcp_buffers(self, point: Point) -> dict[str, dict[str, str]]:
-        """The point's tcp_buffers set where it asks (the values before remembered for the cleanup), and
-        what the link's services and the load generator have, read back: the point records them."""
-        asked = point.scenario.tcp_buffers
-        services = list(dict.fromkeys([*point.scenario.link.between, "loadgen", *(asked.services if asked else [])]))
-        found = {c.service: c for c in self.lab.platform.list().values() if c.running and c.service in services}
-        if asked is not None:
-            self._check("setting TCP buffers")
-            for service in asked.services:
-                container = found.get(service) or self.lab.platform.running(service, hint="tcp_buffers.services")[0]
-                if not measurable(container):
-                    raise Unsupported(
-                        f"tcp_buffers.services: {service} is the lab's apparatus (the controller or a set-up job); "
-                        "its namespace is not tuned"
-                    )
-                if not container.entered:
-                    raise Unsupported(
-                        "tcp_buffers: set only where the controller enters the containers (Docker); on Kubernetes "
-                        "set the pods' securityContext.sysctls"
-                    )
-                if service not in self._buffers_before:
-                    self._buffers_before[service] = tcp_buffers.read(self.lab.executor, container.pid)
-                    self._marker.buffers_before(service, self._buffers_before[service])
-                tcp_buffers.write(self.lab.executor, container.pid, asked.values())
-        return {s: tcp_buffers.read(self.lab.executor, c.pid) for s, c in sorted(found.items()) if c.entered}
-
-    def _restore_tcp_buffers(self) -> None:
-        """What the run changed is put back (a restarted container has the lab's own values anyway)."""
-        if not self._buffers_before:
-            return
-        found = self.lab.platform.list()
-        for service, before in list(self._buffers_before.items()):
-            container = found.get(service)
-            if container is not None and container.running and container.entered:
-                values = {name: tcp_buffers.parse(name, before[name]) for name in ("wmem", "rmem")}
-                tcp_buffers.write(self.lab.executor, container.pid, values)
-            del self._buffers_before[service]
-
-    def _worker_pids(self) -> list[int]:
-        """The userspace shaping workers' PIDs (their CPU is the lab's own load in a window)."""
-        workers = getattr(self.lab.shaping, "workers", None) or {}
-        return [proc.pid for _queue, proc in list(workers.values()) if proc is not None and proc.pid]
-
     def _on_event(self, event: dict) -> None:
         """A timeline event as it happens: a dashboard marker; the replica's catch-up is watched after
         a disruption ends."""
@@ -485,7 +337,7 @@ class ScenarioRun:
         return summarise.merge_consistency(reports)
 
     def _cleanup(self) -> None:
-        steps = [self._stop_timeline, self._stop_load, self.lab.shaping.clear, self._restore_tcp_buffers]
+        steps = [self._stop_timeline, self._stop_load, self.lab.shaping.clear, self._buffers.restore]
         ordered = [self.replicator] + [r for r in self.replicators.values() if r is not self.replicator]
         steps += [r.restore for r in ordered if r is not None]
         for step in steps:
@@ -536,3 +388,9 @@ class ScenarioRun:
         load = self.lab.load
         if load.running and load.owner == self.id:
             load.stop(wait=15)
+
+
+def worker_pids(lab) -> list[int]:
+    """The userspace shaping workers' PIDs (their CPU is the lab's own load in a window)."""
+    workers = lab.shaping.reconciler.workers if lab.shaping is not None else {}
+    return [proc.pid for _queue, proc in list(workers.values()) if proc is not None and proc.pid]

@@ -160,29 +160,6 @@ def partition_chaos(namespace: str, ident: str, a: list[str], b: list[str], onew
     }
 
 
-POD_ACTIONS = {"kill": "container-kill", "stop": "pod-failure"}
-
-
-def pod_chaos(
-    namespace: str, service: str, action: str, container: str, seconds: float | None = None, pods: dict | None = None
-) -> dict:
-    """A container fault: kill (container-kill: the container restarts) or stop (pod-failure, for
-    `seconds`). Pause has no PodChaos: the platform will refuse it naming the action."""
-    if action not in POD_ACTIONS:
-        raise ShapingError(Kind.INVALID, f"action: {action} has no PodChaos (Chaos Mesh has {', '.join(POD_ACTIONS)})")
-    spec: dict = {"action": POD_ACTIONS[action], "mode": "all", "selector": selector(namespace, [service], pods)}
-    if action == "kill":
-        spec["containerNames"] = [container]
-    if seconds is not None:
-        spec["duration"] = duration(seconds)
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "PodChaos",
-        "metadata": {"name": object_name(service, action), "namespace": namespace, "labels": dict(MANAGED)},
-        "spec": spec,
-    }
-
-
 # --- the backend: shaping on Kubernetes through NetworkChaos objects ---
 IN_EFFECT_TIMEOUT = 60.0  # Chaos Mesh injects within seconds; a pod that is never injected fails the change
 

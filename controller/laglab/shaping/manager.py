@@ -49,27 +49,6 @@ class ShapingManager:
         self.last_error: str | None = None
         self.events = events
 
-    # Views of the parts, for readers (metrics, the API's lists, tests).
-    @property
-    def entries(self) -> dict:
-        return self.desired.entries
-
-    @property
-    def partitions(self) -> dict[str, Partition]:
-        return self.desired.partitions
-
-    @property
-    def matrix(self) -> Matrix | None:
-        return self.desired.matrix
-
-    @property
-    def applied(self) -> dict:
-        return self.reconciler.applied
-
-    @property
-    def workers(self) -> dict:
-        return self.reconciler.workers
-
     # --- desired state ---
     def load(self, restart=None) -> None:
         """The saved state (one that cannot be read is set aside, never a crash loop), less what expired
@@ -86,39 +65,6 @@ class ShapingManager:
             for partition in self.desired.partitions.values():
                 restart.add("shaping", f"re-applied: partition {partition.id}")
 
-    def save(self) -> None:
-        self.desired.save(self.state_path)
-
-    def shapeable(self, lab: dict[str, LabContainer]) -> dict[str, str]:
-        return Reconciler.shapeable(lab)
-
-    def _resolve(self, lab: dict[str, LabContainer], service: str, field: str) -> None:
-        if service in lab and not lab[service].shapeable:
-            raise ShapingError(
-                Kind.CONFLICT,
-                f"{field}: {service} is not shaped (it is the lab's measuring apparatus or a one-shot job)",
-            )
-        if service not in lab:
-            raise ShapingError(
-                Kind.NOT_FOUND, f"{field}: no service {service!r} in this lab (known: {', '.join(sorted(lab))})"
-            )
-        if not lab[service].running:
-            raise ShapingError(Kind.CONFLICT, f"{field}: service {service!r} is not running")
-
-    def _entry(self, lab: dict[str, LabContainer], service: str, request: Request) -> Entry:
-        """A request as an entry, or ShapingError naming the field the lab or the backend refuses."""
-        self._resolve(lab, service, "service")
-        if request.peer is not None:
-            self._resolve(lab, request.peer, "peer")
-            if request.peer == service:
-                raise ShapingError(Kind.INVALID, "peer: a service is not its own peer")
-        expires = time.time() + request.duration if request.duration else None
-        entry = Entry(service, request.peer, request.direction, request.shaping, expires)
-        refused = self.backend.unsupported(entry)
-        if refused:
-            raise ShapingError(Kind.INVALID, f"{refused[0]}: {refused[1]}")
-        return entry
-
     def _converge(self, lab, mutate) -> float:
         """Change the desired state (`mutate`), make the kernels hold it and save it; when the kernel
         refuses, the state before comes back, in memory and in the kernels. Under the lock. Returns
@@ -133,32 +79,32 @@ class ShapingManager:
             )  # fmt: skip
             raise
         in_force = time.time()
-        self.save()
+        self.desired.save(self.state_path)
         return in_force
 
     def put(self, service: str, request: Request, readback: bool = True) -> dict:
         lab = self.platform.list()  # outside the lock: listing can be slow
-        entry = self._entry(lab, service, request)
+        entry = entry_for(self.backend, lab, service, request)
         with self.lock:
             in_force = self._converge(lab, lambda d: d.entries.__setitem__(entry.key, entry))
             if request.duration:
                 # `duration` counts from when the shaping is in force, not from the request: a slow apply
                 # (a worker starting in a busy User-mode Linux guest) must not eat into it.
                 self.desired.entries[entry.key] = dataclasses.replace(entry, expires_at=in_force + request.duration)
-                self.save()
-            self._event(f"{service} -> {request.peer or 'all'}: {present.settings_text(entry)}")
+                self.desired.save(self.state_path)
+            self.note(f"{service} -> {request.peer or 'all'}: {present.settings_text(entry)}")
             return self.describe(service, lab, readback)
 
     def delete(self, service: str, peer: str | None = None) -> dict:
         lab = self.platform.list()
-        self._resolve(lab, service, "service")
+        resolve(lab, service, "service")
         with self.lock:
             keys = [k for k in self.desired.entries if k[0] == service and (peer is None or k[1] == peer)]
             if peer is not None and not keys:
                 raise ShapingError(Kind.NOT_FOUND, f"peer: no shaping of {service} towards {peer}")
             self._converge(lab, lambda d: [d.entries.pop(key) for key in keys])
             if keys:
-                self._event(f"{service} -> {peer or 'all'}: cleared")
+                self.note(f"{service} -> {peer or 'all'}: cleared")
             return self.describe(service, lab)
 
     def clear(self) -> None:
@@ -172,14 +118,14 @@ class ShapingManager:
 
             self._converge(lab, empty)
             if had:
-                self._event("all shaping cleared" + (", partitions healed" if had_partitions else ""))
+                self.note("all shaping cleared" + (", partitions healed" if had_partitions else ""))
 
     def change(self, puts: list[tuple[str, Request]], removes: list[tuple[str, str | None]] = ()) -> float:
         """Several entries set and removed at once, in one convergence (a timeline step, a trace row):
         the kernel never holds half of the change. Validated like put(); no read-back. Returns when it
         was in force (epoch seconds)."""
         lab = self.platform.list()
-        entries = [self._entry(lab, service, request) for service, request in puts]
+        entries = [entry_for(self.backend, lab, service, request) for service, request in puts]
 
         def apply(d: DesiredState) -> None:
             for key in removes:
@@ -226,8 +172,8 @@ class ShapingManager:
             removes = [(service, request.peer) for service, request in old.requests()] if old else []
             self.change(puts, removes=removes)
             self.desired.matrix = matrix
-            self.save()
-            self._event("delay matrix " + ("set: " + ", ".join(matrix.groups) if matrix else "removed"))
+            self.desired.save(self.state_path)
+            self.note("delay matrix " + ("set: " + ", ".join(matrix.groups) if matrix else "removed"))
 
     # --- partitions ---
     def partition(self, a: list[str], b: list[str], oneway: bool = False, duration: float | None = None) -> Partition:
@@ -239,7 +185,7 @@ class ShapingManager:
             if repeated:
                 raise ShapingError(Kind.INVALID, f"{field}: {', '.join(repeated)} named more than once")
             for service in group:
-                self._resolve(lab, service, field)
+                resolve(lab, service, field)
         overlap = sorted(set(a) & set(b))
         if overlap:
             raise ShapingError(Kind.INVALID, f"b: {', '.join(overlap)} on both sides")
@@ -256,7 +202,7 @@ class ShapingManager:
             )  # fmt: skip
             self._converge(lab, lambda d: d.partitions.__setitem__(partition.id, partition))
             arrow = "->" if oneway else "<->"
-            self._event(f"partition {partition.id}: {','.join(a)} {arrow} {','.join(b)}")
+            self.note(f"partition {partition.id}: {','.join(a)} {arrow} {','.join(b)}")
             return partition
 
     def heal(self, partition_id: str | None = None) -> list[str]:
@@ -268,14 +214,11 @@ class ShapingManager:
             if not ids:
                 return []
             self._converge(self.platform.list(), lambda d: [d.partitions.pop(pid) for pid in ids])
-            self._event(f"healed {', '.join(ids)}")
+            self.note(f"healed {', '.join(ids)}")
             return ids
 
-    def planned_entries(self) -> list[Entry]:
-        """Desired shaping as the backends get it: the entries, and a 100 % loss per partitioned direction."""
-        return self.desired.planned_entries()
-
-    def _event(self, text: str) -> None:
+    def note(self, text: str) -> None:
+        """An event of the lab's log (the dashboard's markers)."""
         if self.events is not None:
             self.events.add("shaping", text)
 
@@ -290,9 +233,6 @@ class ShapingManager:
         lab = self.platform.list() if lab is None else lab
         return present.service(self.desired, self.reconciler, service, lab, readback)
 
-    def all(self) -> list[dict]:
-        return present.every(self.desired, self.reconciler, self.platform.list())
-
     def requested(self, src: LabContainer, dst: LabContainer, lab: dict[str, LabContainer]) -> dict:
         """What the entries ask of the link between two services (POST /api/verify compares)."""
         with self.lock:
@@ -306,27 +246,8 @@ class ShapingManager:
         except (CommandError, OSError, PlatformError) as error:
             self.last_error = str(error)
             log.error("reconciling saved shaping failed: %s", error)
-        self._thread = threading.Thread(
-            target=self._supervise, args=(interval,), name="shaping-supervisor", daemon=True
-        )
+        self._thread = threading.Thread(target=supervise, args=(self, interval), name="shaping-supervisor", daemon=True)
         self._thread.start()
-
-    def _supervise(self, interval: float) -> None:
-        while not self._stop.wait(interval):
-            try:
-                lab = self.platform.list()
-                with self.lock:
-                    expired = self.desired.expire(time.time())
-                    for text in expired:
-                        self._event(text)
-                    if expired:
-                        self.save()
-                    if expired or self.reconciler.stale(lab):
-                        self.reconciler.apply(self.desired.planned_entries(), lab)
-                self.last_error = None
-            except Exception as error:  # the supervisor must outlive a failing platform API or namespace
-                self.last_error = f"{type(error).__name__}: {error}"
-                log.warning("shaping supervisor: %s", self.last_error)
 
     def stop(self, clear_kernel: bool) -> None:
         self._stop.set()
@@ -339,3 +260,53 @@ class ShapingManager:
                 except Exception as error:
                     log.error("clearing shaping at exit failed: %s", error)
             self.reconciler.stop()
+
+
+def resolve(lab: dict[str, LabContainer], service: str, field: str) -> None:
+    """A service the lab may shape now, or ShapingError naming the field."""
+    if service in lab and not lab[service].shapeable:
+        raise ShapingError(
+            Kind.CONFLICT,
+            f"{field}: {service} is not shaped (it is the lab's measuring apparatus or a one-shot job)",
+        )
+    if service not in lab:
+        raise ShapingError(
+            Kind.NOT_FOUND, f"{field}: no service {service!r} in this lab (known: {', '.join(sorted(lab))})"
+        )
+    if not lab[service].running:
+        raise ShapingError(Kind.CONFLICT, f"{field}: service {service!r} is not running")
+
+
+def entry_for(backend: Backend, lab: dict[str, LabContainer], service: str, request: Request) -> Entry:
+    """A request as an entry, or ShapingError naming the field the lab or the backend refuses."""
+    resolve(lab, service, "service")
+    if request.peer is not None:
+        resolve(lab, request.peer, "peer")
+        if request.peer == service:
+            raise ShapingError(Kind.INVALID, "peer: a service is not its own peer")
+    expires = time.time() + request.duration if request.duration else None
+    entry = Entry(service, request.peer, request.direction, request.shaping, expires)
+    refused = backend.unsupported(entry)
+    if refused:
+        raise ShapingError(Kind.INVALID, f"{refused[0]}: {refused[1]}")
+    return entry
+
+
+def supervise(m: ShapingManager, interval: float) -> None:
+    """The supervisor thread: re-applies shaping to a container that restarted or a backend whose
+    helper died, and reverts entries whose duration ran out."""
+    while not m._stop.wait(interval):
+        try:
+            lab = m.platform.list()
+            with m.lock:
+                expired = m.desired.expire(time.time())
+                for text in expired:
+                    m.note(text)
+                if expired:
+                    m.desired.save(m.state_path)
+                if expired or m.reconciler.stale(lab):
+                    m.reconciler.apply(m.desired.planned_entries(), lab)
+            m.last_error = None
+        except Exception as error:  # the supervisor must outlive a failing platform API or namespace
+            m.last_error = f"{type(error).__name__}: {error}"
+            log.warning("shaping supervisor: %s", m.last_error)

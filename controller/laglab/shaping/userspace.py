@@ -101,14 +101,72 @@ def _wait_ready(proc, timeout: float) -> None:
         raise OSError(f"the shaping worker did not start within {timeout:g}s (exit {proc.poll()})")
 
 
+READY_TIMEOUT = 15.0  # a worker says it is bound to its queue within this
+
+
+class Workers:
+    """The userspace workers (nfqueue.py), one per receiver, in the bridge's namespace: started with the
+    receiver's rules, told a change over their pipe (only a change), stopped when nothing is held."""
+
+    def __init__(self, python: str):
+        self.python = python
+        self.running: dict[str, tuple[int, subprocess.Popen]] = {}  # receiver -> (queue, worker)
+        self.sent: dict[str, str] = {}  # receiver -> the rules its worker has (only a change is sent)
+
+    def ensure(self, executor: Executor, service: str, bridge: Bridge, queue: int, rules: str) -> None:
+        """The receiver's worker holds `rules`: sent over its pipe when it runs, started when not."""
+        current = self.running.get(service)
+        if current and current[0] == queue and current[1] is not None and current[1].poll() is None:
+            if self.sent.get(service) == rules:
+                return  # nothing changed for this receiver: its worker (and its links' state) is left alone
+            try:
+                current[1].stdin.write(rules + "\n")
+                current[1].stdin.flush()
+                self.sent[service] = rules
+                return
+            except (BrokenPipeError, OSError):
+                pass
+        self.stop(service)
+        proc = executor.spawn(
+            [self.python, "-m", "laglab.shaping.nfqueue", "--queue", str(queue), "--rules", rules],
+            bridge.pid,
+            talks=True,
+        )
+        self.running[service] = (queue, proc)
+        self.sent[service] = rules
+        if executor.dry_run:  # a dry run's process says nothing
+            return
+        try:
+            _wait_ready(proc, READY_TIMEOUT)
+        except OSError:
+            self.stop(service)
+            raise
+
+    def stop(self, service: str) -> None:
+        """The receiver's worker lets its held packets go and exits."""
+        self.sent.pop(service, None)
+        current = self.running.pop(service, None)
+        if not current or current[1] is None:
+            return
+        proc = current[1]
+        try:
+            proc.stdin.close()  # the worker lets its held packets go and exits
+            proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            proc.kill()
+            proc.wait(timeout=5)
+        finally:
+            if proc.stdout is not None:
+                proc.stdout.close()
+
+
 class UserspaceBackend:
     name = "userspace"
-    READY_TIMEOUT = 15.0
 
     def __init__(self, python: str = "python"):
         self.python = python
-        self.workers: dict[str, tuple[int, subprocess.Popen]] = {}  # receiver -> (queue, worker)
-        self.sent: dict[str, str] = {}  # receiver -> the rules its worker has (only a change is sent)
+        self.pool = Workers(python)
+        self.workers = self.pool.running  # receiver -> (queue, worker): what the reconciler and tests read
         self.platform = None
         self.project = "laglab"
         self.fragments: dict[str, list[str]] = {}  # receiver -> its rules in the chain
@@ -148,18 +206,18 @@ class UserspaceBackend:
     ) -> Applied:
         if previous is not None and previous.pid != pid:
             previous = None  # restarted container: a new namespace with nothing in it
-            self._stop_worker(service)
+            self.pool.stop(service)
         bridge = self.bridge() if plan.hold or self.fragments.get(service) or force else None
         if bridge is not None:
             self.fragments[service] = receiver_rules(self.chain, bridge.name, plan, plan.queue)
             self._chain_changed(executor, bridge, force)
         rules = worker_rules(plan)
         if plan.hold:
-            self._ensure_worker(executor, service, bridge, plan.queue, rules)
+            self.pool.ensure(executor, service, bridge, plan.queue, rules)
         elif service in self.warm and service in self.workers:
-            self._ensure_worker(executor, service, self.bridge(), plan.queue, rules)  # idle, ready
+            self.pool.ensure(executor, service, self.bridge(), plan.queue, rules)  # idle, ready
         else:
-            self._stop_worker(service)
+            self.pool.stop(service)
         if previous is None or force or previous.plan.rates != plan.rates:
             apply_userspace_tc(executor, pid, plan, None if force else (previous.plan if previous else None))
         return Applied(pid, plan, {"rules": rules, "host": self.fragments.get(service, [])})
@@ -169,14 +227,14 @@ class UserspaceBackend:
         Python process: 150-300 ms, most of a first change's time), then idle until rules come."""
         if warm:
             self.warm.add(service)
-            self._ensure_worker(executor, service, self.bridge(), plan.queue, worker_rules(plan))
+            self.pool.ensure(executor, service, self.bridge(), plan.queue, worker_rules(plan))
         else:
             self.warm.discard(service)
             if not plan.hold:
-                self._stop_worker(service)
+                self.pool.stop(service)
 
     def release(self, executor: Executor, service: str, applied: Applied) -> None:
-        self._stop_worker(service)
+        self.pool.stop(service)
         if self.fragments.pop(service, None):
             self._chain_changed(executor, self.bridge(), force=False)
 
@@ -231,7 +289,7 @@ class UserspaceBackend:
         hooks = executor.run(["iptables", "-t", "raw", "-S", "PREROUTING"], netns_pid=bridge.pid, check=False)
         return {
             "rules": [line for line in chain.splitlines() if line.startswith("-A ")],
-            "hooks": sum(1 for line in hooks.splitlines() if line.split() == self._hook_spec(bridge, "-A")),
+            "hooks": sum(1 for line in hooks.splitlines() if line.split() == hook_spec(bridge, self.chain, "-A")),
         }
 
     def healthy(self) -> bool:
@@ -239,12 +297,9 @@ class UserspaceBackend:
 
     def stop(self) -> None:
         for service in list(self.workers):
-            self._stop_worker(service)
+            self.pool.stop(service)
 
     # --- the chain in the bridge's namespace, and the workers ---
-    def _hook_spec(self, bridge: Bridge, action: str) -> list[str]:
-        return [action, "PREROUTING", "-i", bridge.name, "-j", self.chain]
-
     def _write_chain(self, executor: Executor, bridge: Bridge, force: bool) -> None:
         """The chain as every receiver's rules say; no rules at all: no chain and no hook."""
         rules = [rule for service in sorted(self.fragments) for rule in self.fragments[service]]
@@ -269,56 +324,17 @@ class UserspaceBackend:
 
     def _ensure_hook(self, executor: Executor, bridge: Bridge) -> None:
         present = executor.run(["iptables", "-t", "raw", "-S", "PREROUTING"], netns_pid=bridge.pid)
-        hooks = [line for line in present.splitlines() if line.split() == self._hook_spec(bridge, "-A")]
+        hooks = [line for line in present.splitlines() if line.split() == hook_spec(bridge, self.chain, "-A")]
         if not hooks:
-            executor.run(["iptables", "-t", "raw", *self._hook_spec(bridge, "-I")[:2], "1",
-                          *self._hook_spec(bridge, "-I")[2:]], netns_pid=bridge.pid)  # fmt: skip
+            executor.run(["iptables", "-t", "raw", *hook_spec(bridge, self.chain, "-I")[:2], "1",
+                          *hook_spec(bridge, self.chain, "-I")[2:]], netns_pid=bridge.pid)  # fmt: skip
         for _ in hooks[1:]:  # never two hooks into the chain
-            executor.run(["iptables", "-t", "raw", *self._hook_spec(bridge, "-D")], netns_pid=bridge.pid)
+            executor.run(["iptables", "-t", "raw", *hook_spec(bridge, self.chain, "-D")], netns_pid=bridge.pid)
 
-    def _ensure_worker(self, executor: Executor, service: str, bridge: Bridge, queue: int, rules: str) -> None:
-        current = self.workers.get(service)
-        if current and current[0] == queue and current[1] is not None and current[1].poll() is None:
-            if self.sent.get(service) == rules:
-                return  # nothing changed for this receiver: its worker (and its links' state) is left alone
-            try:
-                current[1].stdin.write(rules + "\n")
-                current[1].stdin.flush()
-                self.sent[service] = rules
-                return
-            except (BrokenPipeError, OSError):
-                pass
-        self._stop_worker(service)
-        proc = executor.spawn(
-            [self.python, "-m", "laglab.shaping.nfqueue", "--queue", str(queue), "--rules", rules],
-            bridge.pid,
-            talks=True,
-        )
-        self.workers[service] = (queue, proc)
-        self.sent[service] = rules
-        if executor.dry_run:  # a dry run's process says nothing
-            return
-        try:
-            _wait_ready(proc, self.READY_TIMEOUT)
-        except OSError:
-            self._stop_worker(service)
-            raise
 
-    def _stop_worker(self, service: str) -> None:
-        self.sent.pop(service, None)
-        current = self.workers.pop(service, None)
-        if not current or current[1] is None:
-            return
-        proc = current[1]
-        try:
-            proc.stdin.close()  # the worker lets its held packets go and exits
-            proc.wait(timeout=5)
-        except (OSError, subprocess.TimeoutExpired):
-            proc.kill()
-            proc.wait(timeout=5)
-        finally:
-            if proc.stdout is not None:
-                proc.stdout.close()
+def hook_spec(bridge: Bridge, chain: str, action: str) -> list[str]:
+    """The PREROUTING rule that sends the bridge's packets into the chain, with iptables' action."""
+    return [action, "PREROUTING", "-i", bridge.name, "-j", chain]
 
 
 def remove_chain(executor: Executor, bridge: Bridge | None, chain: str) -> None:

@@ -213,7 +213,7 @@ def test_clearing_leaves_nothing_behind(manager, backend, namespaces):
         assert "netem" not in qdiscs and "htb" not in qdiscs and "tbf" not in qdiscs, (service, qdiscs)
         assert "NFQUEUE" not in ns_exec(service, "iptables", "-S"), service
     assert bridge_rules() == {"rules": [], "hooks": 0}  # nothing left in the bridge's namespace either
-    assert manager.workers == {}
+    assert manager.reconciler.workers == {}
 
 
 def test_loss_ratio(manager, backend):
@@ -259,7 +259,7 @@ def shortest(got: dict) -> float | None:
 def test_duration_reverts_by_itself(manager, backend):
     manager.put(SRC, parse_request({"delay": "40ms", "peer": DST, "duration": "3s"}))
     assert abs(shortest(ping(SRC, DST, count=5)) - 40) <= tolerance(40)
-    wait_until(lambda: not manager.entries, 5, message="the entry to expire")
+    wait_until(lambda: not manager.desired.entries, 5, message="the entry to expire")
     wait_until(lambda: ping(SRC, DST, count=3)["median"] < 2.0, 5, message="the delay to go")
 
 

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from laglab.errors import status_of
+from laglab.platforms import pod_chaos
 from laglab.scenarios.spec import load_text
 from laglab.scenarios.steps.target import Target
 from laglab.shaping import chaos_mesh
@@ -71,7 +72,7 @@ def scenario_objects(path: Path) -> tuple[list[dict], list[str]]:
             if step.action == "partition":
                 made.append(check(chaos_mesh.partition_chaos(NAMESPACE, f"p{len(made)}", kind.a, kind.b, kind.oneway)))
             if step.action == "fault" and kind.action in chaos_mesh.POD_ACTIONS:
-                made.append(check(chaos_mesh.pod_chaos(NAMESPACE, kind.service, kind.action, "mysql", step.duration)))
+                made.append(check(pod_chaos.pod_chaos(NAMESPACE, kind.service, kind.action, "mysql", step.duration)))
     return made, refused
 
 
@@ -155,12 +156,12 @@ def test_partitions_and_faults():
     assert cut["spec"]["action"] == "partition" and cut["spec"]["direction"] == "both"
     assert cut["spec"]["target"]["selector"]["expressionSelectors"][0]["values"] == ["loadgen", "mysql-target"]
     assert check(chaos_mesh.partition_chaos(NAMESPACE, "p2", ["a"], ["b"], oneway=True))["spec"]["direction"] == "to"
-    kill = check(chaos_mesh.pod_chaos(NAMESPACE, "mysql-target", "kill", "mysql"))
+    kill = check(pod_chaos.pod_chaos(NAMESPACE, "mysql-target", "kill", "mysql"))
     assert kill["spec"]["action"] == "container-kill" and kill["spec"]["containerNames"] == ["mysql"]
-    stop = check(chaos_mesh.pod_chaos(NAMESPACE, "mysql-target", "stop", "mysql", seconds=20))
+    stop = check(pod_chaos.pod_chaos(NAMESPACE, "mysql-target", "stop", "mysql", seconds=20))
     assert stop["spec"] == {**stop["spec"], "action": "pod-failure", "duration": "20000ms"}
     with pytest.raises(ShapingError, match="action: pause has no PodChaos"):
-        chaos_mesh.pod_chaos(NAMESPACE, "mysql-target", "pause", "mysql")
+        pod_chaos.pod_chaos(NAMESPACE, "mysql-target", "pause", "mysql")
 
 
 def test_the_schemas_catch_what_they_should():

@@ -1,7 +1,7 @@
 """The lab's container list: one `/containers/json` call a read, an inspect only where the PID is not
 known to be the container's process any more."""
 
-from laglab.platforms.docker import DockerPlatform
+from laglab.platforms.docker import ContainerEvents, DockerPlatform
 
 from .fakes import FakeDocker, fake_proc
 
@@ -91,9 +91,9 @@ def test_a_watched_list_comes_from_memory_until_an_event_says_something_changed(
     docker = containers.client
     containers.watch()
     try:
-        wait_until(lambda: containers._watching, 5, 0.01, "the event stream followed")
+        wait_until(lambda: containers.events.watching, 5, 0.01, "the event stream followed")
         assert docker.event_filters == {
-            "type": "container", "label": "com.docker.compose.project=laglab", "event": list(DockerPlatform.EVENTS),
+            "type": "container", "label": "com.docker.compose.project=laglab", "event": list(ContainerEvents.NAMES),
         }  # fmt: skip
         first = containers.list()
         for _ in range(5):
@@ -108,7 +108,9 @@ def test_a_watched_list_comes_from_memory_until_an_event_says_something_changed(
         containers.list()
         assert api.listed == listed  # and from memory again
         docker.streams[-1].close()  # the daemon went away: every call lists until the stream is back
-        wait_until(lambda: len(docker.streams) == 2 and containers._watching, 5, 0.05, "the stream followed again")
+        wait_until(
+            lambda: len(docker.streams) == 2 and containers.events.watching, 5, 0.05, "the stream followed again"
+        )
         containers.list()
         containers.list()
         assert api.listed == listed + 1

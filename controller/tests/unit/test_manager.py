@@ -108,7 +108,7 @@ def test_a_duration_counts_from_when_the_shaping_is_in_force(tmp_path, monkeypat
     monkeypatch.setattr(m, "_converge", lambda lab, mutate: converge(lab, mutate) + 5.0)
     asked = time.time()
     m.put("mysql-source", parse_request({"delay": "50ms", "peer": "mysql-target", "duration": "60s"}))
-    expires = m.entries[("mysql-source", "mysql-target")].expires_at
+    expires = m.desired.entries[("mysql-source", "mysql-target")].expires_at
     assert asked + 65.0 <= expires <= time.time() + 65.0
     again = manager(backends.UserspaceBackend(), tmp_path)
     again.load()  # what is saved is the same
@@ -172,7 +172,7 @@ def test_a_hung_tc_is_rolled_back_like_a_failed_one(tmp_path):
     with pytest.raises(ShapingError) as caught:
         m.put("mysql-source", parse_request({"delay": "200ms"}))
     assert status_of(caught.value) == 502 and "rolled back" in caught.value.message
-    assert m.entries[("mysql-source", None)].shaping.delay == 0.1  # desired state as before
+    assert m.desired.entries[("mysql-source", None)].shaping.delay == 0.1  # desired state as before
     # the kernel is rebuilt to the previous state, not left with the root deleted
     last_netem = [argv for argv in m.executor.ran if "netem" in argv][-1]
     assert "100ms" in last_netem

@@ -82,12 +82,12 @@ def test_the_manager_replaces_one_matrix_by_the_next(tmp_path):
     first = Matrix.model_validate({"groups": {"a": ["mysql-source"], "b": ["mysql-target"]},
                                    "links": [{"between": ["a", "b"], "rtt": "80ms"}]})  # fmt: skip
     m.set_matrix(first)
-    assert {k: e.shaping.delay for k, e in m.entries.items()} == {
+    assert {k: e.shaping.delay for k, e in m.desired.entries.items()} == {
         ("mysql-source", "mysql-target"): 0.04,
         ("mysql-target", "mysql-source"): 0.04,
     }
     m.set_matrix(None)
-    assert m.entries == {} and m.matrix is None
+    assert m.desired.entries == {} and m.desired.matrix is None
 
 
 def test_the_document_refuses_the_group_names_the_server_refuses():

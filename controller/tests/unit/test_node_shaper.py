@@ -115,7 +115,7 @@ def test_a_nodes_error_fails_the_change_naming_the_node_and_it_is_rolled_back(ku
             manager.put("mysql-target", parse_request({"delay": "30ms"}))
         assert "the shaper on node node-b: CommandError" in caught.value.message
         assert "Specified qdisc not found" in caught.value.message
-        assert manager.entries == {}
+        assert manager.desired.entries == {}
         desired = json.loads(kube.configmaps[DESIRED]["data"]["desired.json"])
         assert desired["entries"] == [] and desired["generation"] == 2  # 1: the change, 2: back
     finally:

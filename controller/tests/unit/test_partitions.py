@@ -27,13 +27,13 @@ def test_a_partition_adds_to_the_links_shaping_and_heal_gives_it_back(tmp_path):
     m = manager(backends.KernelBackend(), tmp_path)
     m.put("mysql-source", parse_request({"delay": "40ms", "peer": "mysql-target"}))
     made = m.partition(["mysql-source"], ["mysql-target"])
-    (plan,) = [p for s, p in build_egress(m.planned_entries(), {"mysql-source": "10.0.0.2", "mysql-target": "10.0.0.3"}).items() if s == "mysql-source"]  # fmt: skip
+    (plan,) = [p for s, p in build_egress(m.desired.planned_entries(), {"mysql-source": "10.0.0.2", "mysql-target": "10.0.0.3"}).items() if s == "mysql-source"]  # fmt: skip
     link = plan.per_peer["10.0.0.3"]
     assert (link.delay, link.loss) == (0.04, 1.0), "the delay stays, the loss is total"
-    assert [p.id for p in m.partitions.values()] == [made.id]
+    assert [p.id for p in m.desired.partitions.values()] == [made.id]
     m.heal(made.id)
-    assert m.partitions == {}
-    assert list(m.entries) == [("mysql-source", "mysql-target")], "heal leaves the shaping there was"
+    assert m.desired.partitions == {}
+    assert list(m.desired.entries) == [("mysql-source", "mysql-target")], "heal leaves the shaping there was"
     last = netem_of(m.executor.ran, 1001)[-1]
     assert "40ms" in last and "loss" not in last
 
@@ -41,7 +41,7 @@ def test_a_partition_adds_to_the_links_shaping_and_heal_gives_it_back(tmp_path):
 def test_userspace_backend_drops_at_the_receiver_both_ways(tmp_path):
     m = manager(backends.UserspaceBackend(), tmp_path)
     m.partition(["mysql-source"], ["mysql-target"])
-    plans = build(m.planned_entries(), {"mysql-source": "10.0.0.2", "mysql-target": "10.0.0.3"})
+    plans = build(m.desired.planned_entries(), {"mysql-source": "10.0.0.2", "mysql-target": "10.0.0.3"})
     assert plans["mysql-target"].hold["10.0.0.2"].loss == 1.0
     assert plans["mysql-source"].hold["10.0.0.3"].loss == 1.0
     assert m.applied["mysql-target"].plan.hold["10.0.0.2"].loss == 1.0, "and that is what was applied"
@@ -77,4 +77,4 @@ def test_clear_heals_every_partition(tmp_path):
     m = manager(backends.KernelBackend(), tmp_path)
     m.partition(["mysql-source"], ["mysql-target"])
     m.clear()
-    assert m.partitions == {} and m.planned_entries() == []
+    assert m.desired.partitions == {} and m.desired.planned_entries() == []

@@ -103,7 +103,9 @@ def test_an_unreadable_shaping_file_is_set_aside_not_a_crash_loop(tmp_path):
     kept = list(tmp_path.glob("shaping.json.unreadable-*"))
     assert len(kept) == 1 and kept[0].read_text() == '{"entries": ['
     assert (
-        manager.entries == {} and "could not be read" in restart.set_aside[0] and kept[0].name in restart.set_aside[0]
+        manager.desired.entries == {}
+        and "could not be read" in restart.set_aside[0]
+        and kept[0].name in restart.set_aside[0]
     )
 
 
@@ -196,5 +198,5 @@ def test_a_shaping_file_of_valid_json_but_not_a_state_is_set_aside_too(tmp_path)
     state.write_text('{"entries": [{"service": "mysql-source"}]}')
     restart = Restart()
     manager = started_over(state, restart)
-    assert manager.entries == {} and "KeyError" in restart.set_aside[0]
+    assert manager.desired.entries == {} and "KeyError" in restart.set_aside[0]
     assert len(list(tmp_path.glob("shaping.json.unreadable-*"))) == 1

@@ -166,11 +166,11 @@ def test_the_docker_daemon_is_the_peer_of_its_socket_not_any_process_named_docke
 
     platform = DockerPlatform("laglab", client=Client(), proc=str(proc), socket_path=path)
     try:
-        assert platform.daemon_pid() == os.getpid()
+        assert platform.procs.daemon_pid() == os.getpid()
         assert platform.bridge().pid == os.getpid()
-        assert platform.owns(os.getpid()) and not platform._is_bridge_holder(impostor, "br-lab0")
+        assert platform.owns(os.getpid()) and not platform.procs.holds_device(impostor, "br-lab0")
         (proc / str(os.getpid()) / "net" / "dev").write_text("Inter-|\n face |\n  eth0: 0 0\n")
-        platform._bridge, platform._daemon = None, None
+        platform._bridge, platform.procs._daemon = None, None
         with pytest.raises(RuntimeError) as caught:
             platform.bridge()  # the daemon lost the bridge: refused, never the impostor's namespace
         assert "peer of its API socket" in str(caught.value)

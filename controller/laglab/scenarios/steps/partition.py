@@ -24,5 +24,5 @@ class PartitionStep(StepKind):
     def do(self, run, key, step):
         shaping = run.lab.shaping
         made = shaping.partition(self.a, self.b, self.oneway)
-        run.later(key, step, lambda: shaping.heal(made.id) if made.id in shaping.partitions else None)
+        run.later(key, step, lambda: shaping.heal(made.id) if made.id in shaping.desired.partitions else None)
         return now(), False

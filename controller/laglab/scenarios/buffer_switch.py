@@ -1,0 +1,53 @@
+"""A run's TCP buffers (`tcp_buffers:`): set in the services' namespaces for the points that ask, what
+they were before remembered (in the run's marker too, for a controller that dies) and put back at the
+end; and what each point's services have, read back for the point's record."""
+
+from __future__ import annotations
+
+from .. import tcp_buffers
+from ..platforms.base import Unsupported, measurable
+from .spec import Point
+
+
+class BufferSwitch:
+    def __init__(self, lab, marker):
+        self.lab, self.marker = lab, marker
+        self.before: dict[str, dict[str, str]] = {}  # service -> TCP buffers before the run set them
+
+    def set_for(self, point: Point, check) -> dict[str, dict[str, str]]:
+        """The point's tcp_buffers set where it asks (the values before remembered for the cleanup), and
+        what the link's services and the load generator have, read back: the point records them."""
+        asked = point.scenario.tcp_buffers
+        services = list(dict.fromkeys([*point.scenario.link.between, "loadgen", *(asked.services if asked else [])]))
+        found = {c.service: c for c in self.lab.platform.list().values() if c.running and c.service in services}
+        if asked is not None:
+            check("setting TCP buffers")
+            for service in asked.services:
+                container = found.get(service) or self.lab.platform.running(service, hint="tcp_buffers.services")[0]
+                if not measurable(container):
+                    raise Unsupported(
+                        f"tcp_buffers.services: {service} is the lab's apparatus (the controller or a set-up job); "
+                        "its namespace is not tuned"
+                    )
+                if not container.entered:
+                    raise Unsupported(
+                        "tcp_buffers: set only where the controller enters the containers (Docker); on Kubernetes "
+                        "set the pods' securityContext.sysctls"
+                    )
+                if service not in self.before:
+                    self.before[service] = tcp_buffers.read(self.lab.executor, container.pid)
+                    self.marker.buffers_before(service, self.before[service])
+                tcp_buffers.write(self.lab.executor, container.pid, asked.values())
+        return {s: tcp_buffers.read(self.lab.executor, c.pid) for s, c in sorted(found.items()) if c.entered}
+
+    def restore(self) -> None:
+        """What the run changed is put back (a restarted container has the lab's own values anyway)."""
+        if not self.before:
+            return
+        found = self.lab.platform.list()
+        for service, before in list(self.before.items()):
+            container = found.get(service)
+            if container is not None and container.running and container.entered:
+                values = {name: tcp_buffers.parse(name, before[name]) for name in ("wmem", "rmem")}
+                tcp_buffers.write(self.lab.executor, container.pid, values)
+            del self.before[service]
