@@ -71,7 +71,7 @@ def scenario_objects(path: Path) -> tuple[list[dict], list[str]]:
                         shaping(service, request)
             if step.action == "partition":
                 made.append(check(chaos_mesh.partition_chaos(NAMESPACE, f"p{len(made)}", kind.a, kind.b, kind.oneway)))
-            if step.action == "fault" and kind.action in chaos_mesh.POD_ACTIONS:
+            if step.action == "fault" and kind.action in pod_chaos.POD_ACTIONS:
                 made.append(check(pod_chaos.pod_chaos(NAMESPACE, kind.service, kind.action, "mysql", step.duration)))
     return made, refused
 

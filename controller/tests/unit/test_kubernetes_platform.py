@@ -185,7 +185,7 @@ def test_a_failed_injection_is_an_error_naming_the_object_and_is_rolled_back(kub
     assert caught.value.kind is Kind.FAILED
     assert "NetworkChaos laglab-mysql-target-to-mysql-source" in caught.value.message
     assert "Specified qdisc not found" in caught.value.message and NETEM_MISSING[:20] in caught.value.message
-    assert shaping.entries == {}
+    assert shaping.desired.entries == {}
     deadline = time.monotonic() + 5
     while kube.objects() and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -96,8 +96,8 @@ def test_saved_state_is_reloaded(tmp_path):
     m.put("mysql-source", parse_request({"delay": "50ms", "peer": "mysql-target", "duration": "60s"}))
     again = manager(backends.UserspaceBackend(), tmp_path)
     again.load()
-    assert list(again.entries) == [("mysql-source", "mysql-target")]
-    assert again.entries[("mysql-source", "mysql-target")].shaping.delay == 0.05
+    assert list(again.desired.entries) == [("mysql-source", "mysql-target")]
+    assert again.desired.entries[("mysql-source", "mysql-target")].shaping.delay == 0.05
 
 
 def test_a_duration_counts_from_when_the_shaping_is_in_force(tmp_path, monkeypatch):
@@ -112,7 +112,7 @@ def test_a_duration_counts_from_when_the_shaping_is_in_force(tmp_path, monkeypat
     assert asked + 65.0 <= expires <= time.time() + 65.0
     again = manager(backends.UserspaceBackend(), tmp_path)
     again.load()  # what is saved is the same
-    assert again.entries[("mysql-source", "mysql-target")].expires_at == expires
+    assert again.desired.entries[("mysql-source", "mysql-target")].expires_at == expires
 
 
 def test_unknown_and_unshapeable_services(tmp_path):

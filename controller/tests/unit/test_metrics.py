@@ -39,7 +39,9 @@ def fake_lab():
             latest=lambda: {"mysql-target": {"lag_seconds": 0.25, "seconds_behind_source": 0}},  # no further replica
         ),
         target=SimpleNamespace(name="mysql-target"),
-        shaping=SimpleNamespace(lock=threading.Lock(), entries=entries, partitions={"p1": object()}),
+        shaping=SimpleNamespace(
+            lock=threading.Lock(), desired=SimpleNamespace(entries=entries, partitions={"p1": object()})
+        ),
         faults=SimpleNamespace(active=lambda: [SimpleNamespace(service="mysql-target", action="pause")]),
         counters=SimpleNamespace(
             latest=[

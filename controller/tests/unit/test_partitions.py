@@ -44,7 +44,7 @@ def test_userspace_backend_drops_at_the_receiver_both_ways(tmp_path):
     plans = build(m.desired.planned_entries(), {"mysql-source": "10.0.0.2", "mysql-target": "10.0.0.3"})
     assert plans["mysql-target"].hold["10.0.0.2"].loss == 1.0
     assert plans["mysql-source"].hold["10.0.0.3"].loss == 1.0
-    assert m.applied["mysql-target"].plan.hold["10.0.0.2"].loss == 1.0, "and that is what was applied"
+    assert m.reconciler.applied["mysql-target"].plan.hold["10.0.0.2"].loss == 1.0, "and that is what was applied"
 
 
 def test_partitions_are_saved_and_expire(tmp_path):
@@ -52,7 +52,10 @@ def test_partitions_are_saved_and_expire(tmp_path):
     made = m.partition(["mysql-source"], ["mysql-target"], duration=60)
     again = manager(backends.UserspaceBackend(), tmp_path)
     again.load()
-    assert again.partitions[made.id].pairs() == [("mysql-source", "mysql-target"), ("mysql-target", "mysql-source")]
+    assert again.desired.partitions[made.id].pairs() == [
+        ("mysql-source", "mysql-target"),
+        ("mysql-target", "mysql-source"),
+    ]
     assert again.desired.next_partition_id() == f"p{int(made.id[1:]) + 1}", "ids go on after a restart"
 
 

@@ -3,6 +3,8 @@ interface: native's exact statements for its options and its restore, a point re
 the spec, the kinds registry as the scenario schema sees it, the order of a point's steps, and a
 change of kind restoring the previous kind first."""
 
+from types import SimpleNamespace
+
 import pytest
 
 import laglab.scenarios.runner as runner
@@ -136,6 +138,8 @@ class FakeReplicator:
 
 
 class FakeShaping:
+    reconciler = SimpleNamespace(workers={})  # no userspace workers (the run reads their CPU)
+
     def __init__(self, calls):
         self.calls = calls
 

@@ -4,6 +4,7 @@ runs, and a stopping controller (SIGTERM -> app.shutdown) interrupts its run ins
 
 import json
 import threading
+from types import SimpleNamespace
 
 import pytest
 
@@ -16,6 +17,8 @@ from laglab.scenarios.spec import load_text
 
 
 class FakeShaping:
+    reconciler = SimpleNamespace(workers={})  # no userspace workers (the run reads their CPU)
+
     def __init__(self, fail=False):
         self.cleared, self.fail = 0, fail
 

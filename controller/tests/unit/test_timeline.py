@@ -15,6 +15,7 @@ from ..polling import wait_until
 class FakeShaping:
     def __init__(self, log):
         self.log, self.partitions, self.entries = log, {}, {}
+        self.desired = SimpleNamespace(partitions=self.partitions, entries=self.entries)  # as ShapingManager's
 
     def snapshot(self, keys):
         return {k: self.entries.get(k) for k in keys}
