@@ -82,8 +82,8 @@ def new(name, rtt, rate, loss, write_rate, threads, duration, server, symptom, e
             *[f"  - {_quoted(c)}" for c in checks],
             "quick:",
             "  data.rows: 1000",
-            "  load.duration: 30s",
-            "  warmup: 5s",
+            "  load.duration: 20s",
+            "  warmup: 3s",
             "",
         ]
     )

@@ -23,6 +23,16 @@ from ..documented import examples, rule
 from .conftest import ROOT, wait_until
 
 RUNS_HERE = [e for e in examples() if rule(e).kind in ("lab", "started")]
+# What some examples must print besides exiting 0 (a command's regex -> its output's).
+PRINTS = {
+    r"^\./laglab status\b": r"(?s)^(?=.*mysql-source\s+running)(?=.*mysql-target\s+running)(?=.*loadgen\s+running)",
+    r"^\./laglab consistency\b": r"identical\s*$",
+    r"^\./laglab run \S+ --plan": r"point\(s\), about \d+ (s|min)",
+    r"^\./laglab run \S+ --quick": r"^completed - report: results/\S+/report\.md",
+    r"^\./laglab partition ": r"^partition p\d+: ",
+    r"^\./laglab heal\b": r"^healed ",
+    r"^\./laglab scenario new ": r"^wrote \S*scenarios/ticket-4711\.yaml",
+}
 PAGES = sorted({e.page for e in RUNS_HERE}, key=lambda p: (p != "README.md", p))
 TICKET = ROOT / "scenarios" / "ticket-4711.yaml"
 
@@ -117,6 +127,9 @@ def run_example(shell: Shell, example) -> None:
     else:
         done = shell.run(command, timeout=timeout)
     assert done.returncode == 0, f"{example}\nexit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    for pattern, printed in PRINTS.items():
+        if re.search(pattern, command):
+            assert re.search(printed, done.stdout, re.M), f"{example}: {printed!r} not in\n{done.stdout[-2000:]}"
     if command.startswith("curl"):
         try:
             answer = json.loads(done.stdout)

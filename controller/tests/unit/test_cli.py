@@ -359,7 +359,7 @@ def test_a_ticket_becomes_a_scenario_file_that_validates(tmp_path):
     assert (s.link.rtt, s.link.rate_bits, s.link.loss, s.load.rate, s.load.threads) == (0.18, 2e6, "0.1%", 150, 8)
     assert [str(a) for a in s.assertions] == ["lag_slope > 0.01"]
     assert s.description == "lag grows after 10 minutes (server mysql 8.0.32)"
-    assert (quick.points[0].scenario.load.duration, quick.points[0].scenario.warmup) == (30.0, 5.0)
+    assert (quick.points[0].scenario.load.duration, quick.points[0].scenario.warmup) == (20.0, 3.0)
     assert s.expected == "the symptom reproduces: lag_slope > 0.01 in every point, nothing lost"
     assert CliRunner().invoke(cli, args).exit_code != 0, "an existing file is kept without --force"
     bad = CliRunner().invoke(
