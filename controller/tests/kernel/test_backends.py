@@ -286,7 +286,7 @@ def test_reconcile_after_a_crash_leaves_exactly_the_desired_state(backend, names
     first._stop.set()  # the controller is killed: no cleanup runs, the kernel keeps what it had
     first._thread.join(timeout=10)  # its supervisor dies with it (else it may start a worker as we kill them)
     first.executor.close()  # its tc -batch children end with it (their stdin closes)
-    for _, proc in list(first.workers.values()):
+    for _, proc in list(first.reconciler.workers.values()):
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         proc.stdin.close()
