@@ -62,7 +62,8 @@ def test_every_laglab_example_parses_as_written(example, monkeypatch, tmp_path):
                 scratch.mkdir() if arg.startswith("results/") else scratch.write_text("name: x\n")
                 arg = str(scratch)
             fixed.append(arg)
-        parse_cli(fixed)
+        command = parse_cli(fixed)  # click's UsageError when it does not parse as written
+        assert command.name in fixed, (example, command.name)  # resolved to the command it names, not a group
 
 
 def test_what_other_tests_run_they_run_as_written():
