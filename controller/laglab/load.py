@@ -130,6 +130,7 @@ class LoadGenerator:
     def __init__(self, platform, settings, kill=os.kill, cmdline=None):
         self.platform, self.settings = platform, settings
         self.rows: collections.deque[dict] = collections.deque(maxlen=3600)
+        self._before: dict | None = None
         self.profile: Profile | None = None
         self.owner: str | None = None
         self.started: float | None = None
@@ -189,6 +190,7 @@ class LoadGenerator:
                 raise LoadBusy(self.owner or "?")
             self.profile, self.seconds, self.started, self.error = profile, seconds, time.time(), None
             self.owner, self.pid, self.stopping = owner, None, False
+            self._before = self.rows[-1] if self.rows else None  # the last load's last row
             self.write_options()
             if profile.protocol == "tls":
                 self.ensure_tls_files(profile.target)
@@ -256,6 +258,8 @@ class LoadGenerator:
 
     def status(self) -> dict:
         latest = self.rows[-1] if self.rows else None
+        if latest is not None and latest is self._before:
+            latest = None  # the last load's figure: this one has not reported yet
         return {
             "running": self.running,
             "stopping": self.running and self.stopping,

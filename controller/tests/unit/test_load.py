@@ -116,6 +116,18 @@ def test_a_load_is_started_by_exec_and_stopped_by_its_own_pid(generator):
     assert not generator.running and rows[0]["tps"] == 99.0
 
 
+def test_a_new_loads_status_shows_no_figure_before_its_own_first_report(generator):
+    """`load start` printed "now 209.77 TPS" a moment after starting: the previous load's last row."""
+    api = generator.platform.client.api
+    generator.start(Profile(), 30)
+    generator.stop(wait=5)
+    assert generator.status()["latest"]["tps"] == 99.0
+    api.done.clear()
+    api.exec_start = lambda exec_id, stream=False: iter(lambda: api.done.wait(10) and b"", b"")  # no line yet
+    generator.start(Profile(), 30)
+    assert generator.running and generator.status()["latest"] is None
+
+
 def test_a_recycled_pid_is_never_signalled(generator):
     generator.start(Profile(), 30)
     generator.commands[4242] = "/usr/sbin/mysqld"  # sysbench ended; the PID now names another process
