@@ -38,9 +38,13 @@ def fault(ctx: click.Context) -> None:
 
 
 def _action_command(action: str) -> click.Command:
-    undone = ACTIONS[action].undo is not None  # restart has nothing to undo: --for is refused by the API
-    help_text = (f"{action.capitalize()} SERVICE's container (POST /api/faults).\n\n\b\nExample:  laglab fault "
-                 f"{action} mysql-target" + (" --for 20s" if undone else ""))  # fmt: skip
+    spec = ACTIONS[action]
+    undone = spec.undo is not None  # restart has nothing to undo: --for is refused by the API
+    if spec.disrupts or not undone:  # from a running container: kill, stop, pause; restart
+        example = f"Example:  laglab fault {action} mysql-target" + (" --for 20s" if undone else "")
+    else:  # start, unpause: from the state the action it reverses leaves
+        example = f"Examples:\n  laglab fault {spec.undo} mysql-target\n  laglab fault {action} mysql-target"
+    help_text = f"{action.capitalize()} SERVICE's container (POST /api/faults).\n\n\b\n{example}"
     help_for = f"{ACTIONS[action].undo} again after this long, e.g. 20s (units: us, ms, s)." if undone else (
         "Not for restart: it has nothing to undo."
     )  # fmt: skip
@@ -70,8 +74,10 @@ def fault_list(session: Session) -> None:
     """
 
     def human(body: dict) -> None:
-        rows = [(f["id"], f["service"], f["action"], "active" if f["active"] else "over", f["asked"][11:19], f.get("undone"))
-                for f in body["active"] + body["recent"]]  # fmt: skip
+        active = {f["id"] for f in body["active"]}  # `recent` holds them too: each fault is one row
+        rows = [(f["id"], f["service"], f["action"], "active" if f["active"] else "over", f["asked"][11:19],
+                 (f.get("undone") or "-")[11:19] or "-")
+                for f in body["active"] + [f for f in body["recent"] if f["id"] not in active]]  # fmt: skip
         table(("id", "service", "action", "state", "asked", "undone"), rows)
 
     session.emit(session.call("GET", "/api/faults"), human)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -18,7 +19,7 @@ from laglab.api import models
 from laglab.cli import cli
 from laglab.cli.base import EXIT_CODES
 
-from ..documented import parse_cli
+from ..documented import help_examples, parse_cli
 
 SAMPLE = {"time": "2026-11-25T18:00:00.123456Z", "epoch": 1.0, "status": "ok", "reason": None, "replica": "mysql-target",
           "lag_seconds": 0.25, "lag_error_seconds": 0.001, "applier_lag_seconds": 0.002, "transit_seconds": 0.1,
@@ -303,33 +304,6 @@ def test_a_bare_number_where_a_time_is_meant_is_a_usage_error_naming_the_units(a
     assert "has no unit" in result.output and "(units: us, ms, s)" in result.output
 
 
-def help_examples():
-    """Every `laglab ...` line of every --help (the examples a user copies)."""
-    import shlex
-
-    def walk(group: click.Group, prefix: tuple[str, ...] = ()):
-        yield prefix, group
-        for name, command in group.commands.items():
-            if isinstance(command, click.Group):
-                yield from walk(command, (*prefix, name))
-            else:
-                yield (*prefix, name), command
-
-    for path, _command in walk(cli):
-        text = CliRunner().invoke(cli, [*path, "--help"]).output
-        in_block = False
-        for raw in text.splitlines():
-            line = raw.strip()
-            if line.startswith("Example"):
-                in_block = True
-                line = line.split(":", 1)[1].strip()
-            elif not line:
-                in_block = False
-            line = re.split(r"\s{2,}", line)[0]  # an example's words after it, as in `preset`'s
-            if in_block and line.startswith("laglab ") and "<(" not in line and ">" not in line:
-                yield shlex.split(line)[1:]
-
-
 def test_every_help_example_parses_as_written(monkeypatch, tmp_path):
     """#36.2: `laglab run scenarios/customer-example.yaml` (no such file), `show mysql-source --json`
     ('No such option'), `fault undo 3`, `matrix three-regions.yaml`: each example is parsed here as click
@@ -337,8 +311,8 @@ def test_every_help_example_parses_as_written(monkeypatch, tmp_path):
     from pathlib import Path
 
     monkeypatch.chdir(Path(__file__).resolve().parents[3])
-    examples = list(help_examples())
-    assert len(examples) > 20
+    examples = [shlex.split(e.command)[1:] for e in help_examples() if e.command.startswith("./laglab ")]
+    assert len(examples) > 40
     (tmp_path / "results" / "RUN").mkdir(parents=True)  # the one placeholder an example has
     for args in examples:
         parse_cli([str(tmp_path / a) if a == "results/RUN" else a for a in args])
@@ -412,3 +386,18 @@ def test_fault_undo_without_an_id_ends_every_fault_in_force(controller):
     assert "undone: fault f1: pause mysql-target" in result.output
     controller.answer("POST /api/faults", active[0], 201)
     assert "in force until: laglab fault undo f1" in laglab(controller, "fault", "pause", "mysql-target").output
+
+
+def test_fault_list_shows_each_fault_once_with_clock_times(controller):
+    """FaultManager.listing() names a fault in force under `active` and under `recent` (every fault asked
+    lately): the table listed it twice, and `undone` as a full ISO stamp beside `asked`'s clock time."""
+    now = {"id": "f2", "service": "mysql-target", "action": "pause", "asked": "2026-11-27T06:10:38.120000Z",
+           "undone": None, "active": True}  # fmt: skip
+    over = {**now, "id": "f1", "asked": "2026-11-27T06:09:31.010000Z", "undone": "2026-11-27T06:09:31.670138Z",
+            "active": False}  # fmt: skip
+    controller.answer("GET /api/faults", {"active": [now], "recent": [now, over]})
+    lines = laglab(controller, "fault", "list").output.splitlines()
+    assert [line.split() for line in lines[1:]] == [
+        ["f2", "mysql-target", "pause", "active", "06:10:38", "-"],
+        ["f1", "mysql-target", "pause", "over", "06:09:31", "06:09:31"],
+    ], lines
