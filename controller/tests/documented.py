@@ -16,11 +16,18 @@ that matches it:
   (tests/unit/test_documented_examples.py: kustomize renders the overlay, the Dockerfile exists, the
   laglab command parses); what only a cluster can check is said there.
 
-A new example that no rule matches fails the unit test: it must be given a way to be run."""
+A new example that no rule matches fails the unit test: it must be given a way to be run.
+
+The `laglab ... --help` examples are examples too (`help_examples`, as `./laglab ...` from the checkout's
+root): classified by the same rules, except that a scenario's --quick run already run as written (by a
+page, or by an earlier --help) is `same` (minutes each; the rest run again, in their page's sequence),
+and one naming a cluster profile's members (gr-node2) is `members`:
+tests/integration/test_clusters.py runs those while the profiles are up."""
 
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -131,3 +138,60 @@ def parse_cli(args: list[str]):
     if isinstance(command, click.Group) and not command.invoke_without_command:
         raise click.UsageError(f"{' '.join(args)}: names a group, not a command")
     return command
+
+
+def help_examples() -> list[Example]:
+    """Every `laglab ...` line of every --help (the examples a user copies), in the order `laglab --help`
+    and its commands list them; page is the help's command line, line the example's rank on it."""
+    import click
+    from click.testing import CliRunner
+
+    from laglab.cli import cli
+
+    def walk(group: click.Group, prefix: tuple[str, ...] = ()):
+        yield prefix
+        for name, command in group.commands.items():
+            yield from walk(command, (*prefix, name)) if isinstance(command, click.Group) else [(*prefix, name)]
+
+    out = []
+    for path in walk(cli):
+        text = CliRunner().invoke(cli, [*path, "--help"], terminal_width=200).output
+        page, in_block = " ".join(("laglab", *path, "--help")), False
+        for raw in text.splitlines():
+            line = raw.strip()
+            if line.startswith("Example"):
+                in_block = True
+                line = line.split(":", 1)[1].strip()
+            elif not line:
+                in_block = False
+            line = re.split(r"\s{2,}", line)[0]  # the words after an example, as in `preset`'s
+            if in_block and re.search(r"(^|\()laglab ", line):  # `source <(laglab completion bash)` too
+                command = "./" + line if line.startswith("laglab ") and "completion" not in line else line
+                out.append(Example(page, len([e for e in out if e.page == page]) + 1, 0, command))
+    return out
+
+
+def same_command(command: str) -> str:
+    """A command as bash runs it: its comment and spacing left out."""
+    return shlex.join(shlex.split(command, comments=True))
+
+
+MEMBERS = r"\b(gr|galera)-node\d"
+
+
+def help_rules(helps: list[Example] | None = None) -> list[tuple[Example, Rule, str]]:
+    """Each --help example with its rule, and for `same` the example (page:line) that runs it."""
+    ran = {same_command(e.command): str(e) for e in examples() if rule(e) and rule(e).kind in ("lab", "started")}
+    out = []
+    for example in help_examples() if helps is None else helps:
+        key = same_command(example.command)
+        if key in ran and re.match(r"\./laglab run \S+ --quick", key):  # minutes each: once is enough
+            out.append((example, Rule("same", "", "run as written by another example"), ran[key]))
+        elif "laglab completion" in example.command:
+            out.append((example, Rule("completion", "", "tests/unit/test_cli.py, in bash; zsh is not here"), ""))
+        elif re.search(MEMBERS, example.command):
+            out.append((example, Rule("members", MEMBERS, "tests/integration/test_clusters.py, profiles up"), ""))
+        else:
+            out.append((example, rule(example), ""))
+            ran[key] = str(example)
+    return out

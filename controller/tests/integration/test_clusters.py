@@ -17,7 +17,9 @@ from selenium.webdriver.support.ui import WebDriverWait
 from laglab.db import Endpoint, connect
 from laglab.replicators import CLUSTERS
 
+from ..documented import help_rules
 from .conftest import ROOT, query, try_query, wait_until
+from .test_documented_examples import Shell, run_example
 from .test_scenarios import run_scenario
 
 PROFILES = ("group-replication", "galera")
@@ -310,3 +312,18 @@ def test_every_member_has_its_own_lag_and_a_held_one_shows_it(clusters_up, api, 
         metrics = api.get("/metrics").text
         assert f'laglab_replication_lag_seconds{{replica="{held}"}}' in metrics
     wait_until(lambda: latest(held)["lag_seconds"] < 0.5, timeout=30, message="the held member catching up")
+
+
+def test_the_help_examples_naming_members_run_as_written(clusters_up, api, settings, tmp_path):
+    """`laglab lag --follow --replica gr-node2` and `laglab partition gr-node1,gr-node2 gr-node3 --oneway`
+    (tests/documented.py's "members": --help examples that name a profile's members) run as written
+    while the profiles are up; the partition is healed at once and the group is whole again after."""
+    examples = [e for e, r, _where in help_rules() if r.kind == "members"]
+    assert examples
+    shell = Shell(tmp_path)
+    try:
+        for example in examples:
+            run_example(shell, example)
+    finally:
+        assert api.delete("/api/partitions", timeout=60).status_code == 204
+        CLUSTERS["group-replication"].wait_formed(nodes(settings, "group-replication"), 180)

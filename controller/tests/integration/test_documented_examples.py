@@ -1,5 +1,5 @@
-"""The examples of README.md and docs/ run as written against the lab, page by page in the page's order
-(#36.2; tests/documented.py finds them and says which run here). Each runs with bash from the
+"""The examples of README.md, docs/ and every `laglab ... --help` run as written against the lab, page by
+page in the page's order (#36.2; tests/documented.py finds them and says which run here). Each runs with bash from the
 checkout's root, in a shell that keeps what an earlier example exported (`export LAB_API_TOKEN=...`),
 without the lab's settings in its environment: as a user's terminal after `make up`.
 
@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from ..documented import examples, rule
+from laglab.faults.base import ACTIONS
+
+from ..documented import Example, examples, help_rules, rule
 from .conftest import ROOT, wait_until
 
 RUNS_HERE = [e for e in examples() if rule(e).kind in ("lab", "started")]
@@ -32,8 +34,31 @@ PRINTS = {
     r"^\./laglab partition ": r"^partition p\d+: ",
     r"^\./laglab heal\b": r"^healed ",
     r"^\./laglab scenario new ": r"^wrote \S*scenarios/ticket-4711\.yaml",
+    r"^\./laglab dashboard$": r"^http://\S+/#token=\w+$",
+    r"^\./laglab lag$": r"^\S+\s+mysql-target\s.*\bok$",
+    r"^\./laglab (shape|preset \S+) .*(--peer|--link)": r"^\S+: .* to \S+ \(egress\)",
+    r"^\./laglab shape \S+ --rate .* --for ": r"^\S+: rate .*, \d+(\.\d)?s left$",
+    r"^\./laglab clear\b": r"^cleared ",
+    r"^\./laglab show$": r"^backend: ",
+    r"^\./laglab show \S+ --json": r'"backend": ',
+    r"^\./laglab preset$": r"^us-east-1/eu-west-1\s",
+    r"^\./laglab matrix \S+\.yaml": r"^links:\n- delay: ",
+    r"^\./laglab matrix --clear": r"^cleared the matrix",
+    r"^\./laglab fault (kill|stop|pause|start|unpause|restart) ": r"^fault f\d+: \w+ \S+ \(in effect after ",
+    r"^\./laglab fault undo": r"^(undone: fault f\d+: |no fault in force$)",  # after `undo f3`: none left
+    r"^\./laglab fault list": r"^id\s+service\s+action\s+state",
+    r"^\./laglab load (start|status$)": r"^load: oltp_\w+ at \d+ TPS",
+    r"^\./laglab load stop": r"^stopping load: ",
+    r"^\./laglab load status --json": r'^\s*"running": (true|false),$',
+    r"^\./laglab runs$": r"^id\s+status\s+points",
+    r"^\./laglab runs stop": r"^stopping run \S+: ",
+    r"^\./laglab report ": r"^report: \S+/report\.md$",
+    r"^\./laglab scenario list": r"^customer-example-rtt180-2mbit\.yaml\s+1\s+Ticket",
 }
 PAGES = sorted({e.page for e in RUNS_HERE}, key=lambda p: (p != "README.md", p))
+HELP_RUNS_HERE = [e for e, r, _ in help_rules() if r.kind == "lab"]
+HELP_PAGES = list(dict.fromkeys(e.page for e in HELP_RUNS_HERE))  # laglab --help's order
+CUSTOMER = "./laglab run scenarios/customer-example-rtt180-2mbit.yaml"  # a run to stop, for `runs stop`
 TICKET = ROOT / "scenarios" / "ticket-4711.yaml"
 
 
@@ -84,30 +109,48 @@ def read_until(process: subprocess.Popen, pattern: str, timeout: float) -> str:
 
 def follow_then_ctrl_c(shell: Shell, command: str) -> None:
     """`laglab lag --follow` prints until Ctrl-C: two samples, then SIGINT, as a user's terminal sends it."""
+    replica = m[1] if (m := re.search(r"--replica (\S+)", command)) else "mysql-target"
     with shell.start(command) as process:
         try:
-            read_until(process, r"mysql-target .* ok", 30)
-            read_until(process, r"mysql-target .* ok", 30)
+            read_until(process, rf"{replica} .* ok", 30)
+            read_until(process, rf"{replica} .* ok", 30)
         finally:
             os.killpg(process.pid, signal.SIGINT)
         assert process.wait(timeout=30) == 0
 
 
-def started_then_stopped(shell: Shell, command: str) -> str:
-    """A full experiment (tens of minutes): it starts as written (its plan printed, the run posted), then
-    `laglab runs stop` interrupts it as a user would; returns the run's results folder."""
-    with shell.start(command) as process:
+class Started:
+    """A full experiment started as written in the background (its plan printed, the run posted), for
+    `laglab runs stop` to interrupt as a user would from another terminal."""
+
+    def __init__(self, shell: Shell, command: str):
+        self.process = shell.start(command)
         try:
-            printed = read_until(process, r"^run \S+ -> results/", 120)
-            stop = shell.run("./laglab runs stop")
-            assert stop.returncode == 0, stop.stdout + stop.stderr
-            os.set_blocking(process.stdout.fileno(), True)
-            rest = process.communicate(timeout=300)[0]
+            self.printed = read_until(self.process, r"^run \S+ -> results/", 120)
+        except BaseException:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            raise
+        self.id, self.results = re.search(r"^run (\S+) -> (results/\S+)", self.printed, re.M).groups()
+
+    def stopped(self) -> str:
+        """Once stopped: it ends as documented (exit 1, interrupted); returns the run's results folder."""
+        try:
+            os.set_blocking(self.process.stdout.fileno(), True)
+            rest = self.process.communicate(timeout=300)[0]
         finally:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGKILL)
-    assert process.returncode == 1 and "interrupted" in rest, printed + rest  # stopped: exit 1, as documented
-    return re.search(r"-> (results/\S+)", printed).group(1)
+            if self.process.poll() is None:
+                os.killpg(self.process.pid, signal.SIGKILL)
+        assert self.process.returncode == 1 and "interrupted" in rest, self.printed + rest
+        return self.results
+
+
+def started_then_stopped(shell: Shell, command: str) -> str:
+    """A full experiment (tens of minutes): it starts as written, then `laglab runs stop` interrupts it;
+    returns the run's results folder."""
+    started = Started(shell, command)
+    stop = shell.run("./laglab runs stop")
+    assert stop.returncode == 0, stop.stdout + stop.stderr
+    return started.stopped()
 
 
 def run_example(shell: Shell, example) -> None:
@@ -179,3 +222,59 @@ def test_a_pages_examples_run_as_written(page, api, compose, source, settings, t
         put_back(api, compose, settings.MYSQL_ROOT_PASSWORD)
         if page == "README.md":
             TICKET.unlink(missing_ok=True)
+
+
+def arranged(shell: Shell, example: Example, api) -> tuple[Example, Started | None]:
+    """What a --help example assumes that its page does not do before it, done, and its placeholders
+    filled: `fault undo f3` (the newest fault in force, made if none), `heal p2` (a partition, made), `runs stop [ID]`
+    (a run in progress, started), `report results/RUN` (the run stopped before), a fault on a service an
+    earlier fault of the page holds (undone, as its --for would have by now), `clear` of a service or
+    link (shaped first: there is something to clear), `scenario new` (no file yet)."""
+    command, started = example.command, None
+    if m := re.match(r"\./laglab fault (\w+) (\S+)", command):
+        action, service = m.groups()
+        if action in ACTIONS and ACTIONS[action].needs_text == "running":
+            for fault in api.get("/api/faults").json()["active"]:
+                if fault["service"] == service:
+                    assert api.delete(f"/api/faults/{fault['id']}", timeout=120).ok
+    if m := re.match(r"\./laglab clear (\S+) --peer (\S+)", command):  # something to clear
+        assert shell.run(f"./laglab shape {m[1]} --peer {m[2]} --delay 10ms").returncode == 0
+    if m := re.match(r"\./laglab clear --link (\S+) (\S+)", command):
+        assert shell.run(f"./laglab shape --link {m[1]} {m[2]} --rtt 10ms").returncode == 0
+    if re.search(r"fault undo f\d+", command):
+        if not api.get("/api/faults").json()["active"]:  # something to undo (`fault undo --help` alone)
+            assert shell.run("./laglab fault pause mysql-target --for 20s").returncode == 0
+        newest = api.get("/api/faults").json()["active"][-1]["id"]
+        command = re.sub(r"\bf\d+\b", newest, command)
+    if re.search(r"\bheal p\d+", command):
+        made = shell.run("./laglab partition mysql-source -- mysql-target")
+        assert made.returncode == 0, made.stderr
+        command = re.sub(r"\bp\d+\b", re.search(r"^partition (p\d+):", made.stdout, re.M)[1], command)
+    if command.startswith("./laglab runs stop"):
+        started = Started(shell, CUSTOMER)
+        command = re.sub(r"\d{8}T\d{6}Z-[\w-]+", started.id, command)
+    if "results/RUN" in command:
+        assert shell.last_run, f"{example}: no run stopped before it to stand for RUN"
+        command = command.replace("results/RUN", shell.last_run)
+    if " scenario new " in command:
+        TICKET.unlink(missing_ok=True)
+    return Example(example.page, example.line, example.block, command), started
+
+
+@pytest.mark.parametrize("page", HELP_PAGES)
+def test_a_help_pages_examples_run_as_written(page, api, compose, source, settings, tmp_path_factory):
+    """Each --help page's examples in its order, from the lab `make up` leaves (put back after each
+    page); a scenario's --quick run the README runs as written is not run twice (documented.py's `same`)."""
+    shell = HELP_SHELL.setdefault("shell", Shell(tmp_path_factory.mktemp("help")))
+    try:
+        for example in (e for e in HELP_RUNS_HERE if e.page == page):
+            example, started = arranged(shell, example, api)
+            run_example(shell, example)
+            if started is not None:
+                shell.last_run = started.stopped()
+    finally:
+        put_back(api, compose, settings.MYSQL_ROOT_PASSWORD)
+        TICKET.unlink(missing_ok=True)
+
+
+HELP_SHELL: dict[str, Shell] = {}  # one terminal for every --help page: `report results/RUN` after `runs stop`

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from ..documented import ELSEWHERE, ROOT, examples, parse_cli, rule
+from ..documented import ELSEWHERE, ROOT, examples, help_rules, parse_cli, rule, same_command
 
 ALL = examples()
 # What a cluster example runs that cannot be checked without a cluster or a registry: kubectl's verbs
@@ -120,3 +120,39 @@ def test_cluster_examples_as_far_as_they_can_be_checked_offline(example, monkeyp
             assert "/var/lib/laglab/api-token" in part  # where the controller writes its token (api.md)
         else:
             assert NEEDS_A_CLUSTER.match(part), f"{example}: {part!r} is neither checked here nor a cluster verb"
+
+
+HELPS = help_rules()
+
+
+def test_every_help_example_has_a_way_to_be_run():
+    """#36.2: the --help examples are run too (the lab's in the integration examples test)."""
+    kinds = {r.kind for _e, r, _w in HELPS}
+    assert len(HELPS) > 50 and kinds == {"lab", "same", "members", "completion"}, kinds
+    runs_here = {same_command(e.command) for e in ALL if rule(e).kind in ("lab", "started")}
+    runs_here |= {same_command(e.command) for e, r, _w in HELPS if r.kind == "lab"}
+    for example, r, where in HELPS:
+        if r.kind == "same":  # named, and that one runs exactly this command
+            assert where and same_command(where.split(": ", 1)[1]) == same_command(example.command) in runs_here
+    members = [e for e, r, _w in HELPS if r.kind == "members"]
+    source = (ROOT / "controller/tests/integration/test_clusters.py").read_text()
+    assert members and "help_rules()" in source and '"members"' in source, members
+
+
+def test_the_completion_examples_as_written(tmp_path):
+    """`source <(laglab completion bash)` in a real bash, then a TAB as bash's programmable completion
+    makes it (COMP_WORDS, COMP_CWORD, the function `complete -p laglab` names): `laglab fault ki` ->
+    kill, with the installed command and with ./laglab. zsh is not on this machine: its example is run
+    by bash (fpath as an array whose second entry, zsh's ${fpath[1]}, is a scratch folder) and the file
+    it writes is checked to be a zsh completion (#compdef laglab); loading it needs zsh."""
+    (bash, zsh) = [e.command for e, r, _w in HELPS if r.kind == "completion"]
+    env = {"PATH": f"{ROOT / '.venv/bin'}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    for word in ("laglab", "./laglab"):
+        script = (f"{bash}\nf=$(complete -p laglab | sed 's/.* -F \\([^ ]*\\) .*/\\1/')\n"
+                  f'COMP_WORDS=({word} fault ki); COMP_CWORD=2; COMPREPLY=(); "$f" {word}; echo "${{COMPREPLY[@]}}"')  # fmt: skip
+        done = subprocess.run(["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and done.stdout.split() == ["kill"], (word, done.stdout, done.stderr)
+    script = f"fpath=(/usr/share/zsh/functions {tmp_path})\n{zsh}"
+    done = subprocess.run(["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "_laglab").read_text().startswith("#compdef laglab\n")
