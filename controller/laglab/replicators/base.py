@@ -2,12 +2,15 @@
 
 A run drives every kind the same way, point after point:
 
-    prepare(scenario)          once, before the kind's first point (data the load needs)
-    apply(scenario, sleep)     the point's options; starts the replication where the kind is started
+    prepare(data)              once, before the kind's first point (the data set the load needs)
+    apply(plan, sleep)         the point's options; starts the replication where the kind is started
     wait_caught_up(timeout)    everything the source has is on the replica(s)
     window_bytes()             a counter read at the start and end of the measured window
     sample()                   the kind's own figures, every second while the load runs
-    summary(scenario, samples) the point's extra keys in summary.json
+    summary(plan, samples)     the point's extra keys in summary.json
+
+`plan` is the point's `ReplicatorPlan` (its options, the link's round trip, the cluster's nodes),
+resolved from the scenario by `spec.Point.plan()`: a kind never reads the scenario.
     consistency()              after the last point: nothing lost, nothing extra
     restore()                  back to the lab's defaults (the run's cleanup, or a change of kind)
 
@@ -23,15 +26,38 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import consistency
 from ..db import Endpoint, connect, executed_gtids, server_dialect, wait_executed
 
 if TYPE_CHECKING:
+    from ..load import Profile
     from ..platforms import Platform
 
 Sleep = Callable[[float], None]
+
+
+@dataclass(frozen=True)
+class ClusterPlan:
+    """A cluster point's nodes: the load writes on `writer`, `delayed` is the node the delay (or the
+    matrix's round trip from the writer, `delay_ms`) is measured to."""
+
+    writer: str
+    delayed: str
+    delay_ms: float
+    matrix: dict[str, float] | None  # "a-b" -> the matrix's round trip between two sites, ms
+
+
+@dataclass(frozen=True)
+class ReplicatorPlan:
+    """What a point asks of its replicator kind: the kind's options (its `Options` model), the link's
+    round trip in seconds (DTLE and DM size by it) and, for a cluster, its nodes."""
+
+    kind: str
+    options: Any  # the kind's own Options instance (its replicator.<option> keys); None: it has none
+    rtt: float
+    cluster: ClusterPlan | None = None
 
 
 @dataclass
@@ -99,10 +125,10 @@ class Replicator:
     def __init__(self, parts: Parts):
         self.parts = parts
 
-    def prepare(self, scenario) -> None:
-        """Once per run, before this kind's first point."""
+    def prepare(self, data: Profile) -> None:
+        """Once per run, before this kind's first point: the data set (sysbench's tables and rows)."""
 
-    def apply(self, scenario, sleep: Sleep = time.sleep) -> None:
+    def apply(self, plan: ReplicatorPlan, sleep: Sleep = time.sleep) -> None:
         """The point's options (and a start, for kinds that are started)."""
 
     def wait_caught_up(self, timeout: float, sleep: Sleep = time.sleep) -> None:
@@ -116,7 +142,7 @@ class Replicator:
         """The kind's own figures while the load runs (None: it has none)."""
         return None
 
-    def summary(self, scenario, samples: list[tuple[float, dict]]) -> dict:
+    def summary(self, plan: ReplicatorPlan, samples: list[tuple[float, dict]]) -> dict:
         """Extra keys of the point's result."""
         return {}
 
@@ -131,9 +157,9 @@ class SourceToTarget(Replicator):
     """Kinds that read mysql-source's binary log: the load writes there, the lag recorder measures them,
     the data set is prepared there once per run."""
 
-    def prepare(self, scenario) -> None:
+    def prepare(self, data: Profile) -> None:
         """sysbench prepare once per data set: kept when every table already holds the asked rows."""
-        tables, rows = scenario.data.tables, scenario.data.rows
+        tables, rows = data.tables, data.rows
         database = self.parts.settings.LAB_DATABASE
         conn = connect(self.parts.source, timeout=5)
         try:
@@ -150,7 +176,7 @@ class SourceToTarget(Replicator):
         finally:
             conn.close()
         if not ready:
-            self.parts.load.prepare(scenario.load_profile())
+            self.parts.load.prepare(data)
             self.wait_caught_up(600)
 
     def source_caught_up(self, timeout: float) -> bool:

@@ -16,7 +16,7 @@ import pymysql
 from .. import consistency
 from ..db import Endpoint, connect, quote_identifier
 from ..deadline import TimedOut, poll
-from .base import Replicator, Sleep
+from .base import Replicator, ReplicatorPlan, Sleep
 
 NODES = 3
 
@@ -173,37 +173,23 @@ class Cluster(Replicator):
     def nodes(self) -> list[Endpoint]:
         return self.endpoints(self.parts.settings)
 
-    def apply(self, scenario, sleep: Sleep = time.sleep) -> None:
+    def apply(self, plan: ReplicatorPlan, sleep: Sleep = time.sleep) -> None:
         nodes = self.nodes()
         try:
             self.wait_formed(nodes, 180, sleep)
         except ClusterError as error:
             raise RuntimeError(f"{error}; start it with: make up PROFILE={self.kind}") from None
-        chosen = nodes[scenario.cluster.write_node - 1]
+        (chosen,) = [n for n in nodes if n.name == plan.cluster.writer]
         if self.writer(nodes) != chosen:
             raise RuntimeError(f"{chosen.name} is not the group's primary: cluster.write_node must name the primary")
 
     def wait_caught_up(self, timeout: float, sleep: Sleep = time.sleep) -> None:
         """A formed cluster is caught up by construction (apply waited for it)."""
 
-    def summary(self, scenario, samples) -> dict:
-        c = scenario.cluster
-        services = self.services()
-        writer, delayed = services[c.write_node - 1], services[c.delayed_node - 1]
-        matrix = scenario.link.matrix
-        # With a delay matrix the table's column is the round trip from the writer to the named node.
-        delay_ms = matrix.rtt_ms(writer, delayed) if matrix is not None else c.delay * 1000
-        return {
-            "cluster": {
-                "kind": self.kind,
-                "write_node": writer,
-                "delayed_node": delayed,
-                "delay_ms": delay_ms,
-                "matrix": None
-                if matrix is None
-                else {f"{a}-{b}": v["rtt"] for (a, b), v in matrix.link_settings().items()},
-            }
-        }
+    def summary(self, plan: ReplicatorPlan, samples) -> dict:
+        c = plan.cluster
+        return {"cluster": {"kind": self.kind, "write_node": c.writer, "delayed_node": c.delayed,
+                            "delay_ms": c.delay_ms, "matrix": c.matrix}}  # fmt: skip
 
     def consistency(self) -> dict:
         report = self.compare_tables(self.nodes(), self.parts.settings.LAB_DATABASE, timeout=120)

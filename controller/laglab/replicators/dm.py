@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .. import consistency
 from ..db import Endpoint, connect
 from ..deadline import poll
-from .base import Parts, Sleep, SourceToTarget, metrics_summary
+from .base import Parts, ReplicatorPlan, Sleep, SourceToTarget, metrics_summary
 from .native import NativeLink
 
 
@@ -185,8 +185,8 @@ class Dm(SourceToTarget):
             syncer_batch=replicator.syncer_batch,
         )
 
-    def apply(self, scenario, sleep: Sleep = time.sleep) -> None:
-        self.start(scenario.replicator, scenario.link.rtt, sleep=sleep)
+    def apply(self, plan: ReplicatorPlan, sleep: Sleep = time.sleep) -> None:
+        self.start(plan.options, plan.rtt, sleep=sleep)
 
     def start(self, replicator, rtt_seconds: float, sleep: Sleep = time.sleep) -> None:
         if self.running:
@@ -247,7 +247,7 @@ class Dm(SourceToTarget):
         gauge = parse_metrics(response.text) if response.status_code == 200 else None
         return {"delay_seconds": status["seconds_behind_master"], "lag_gauge_seconds": gauge}
 
-    def summary(self, scenario, samples) -> dict:
+    def summary(self, plan: ReplicatorPlan, samples) -> dict:
         return {"replicator_metrics": metrics_summary(samples)}
 
     def consistency(self) -> dict:

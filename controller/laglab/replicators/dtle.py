@@ -20,7 +20,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from .. import consistency
 from ..db import META_SCHEMA
 from ..deadline import poll
-from .base import Parts, Sleep, SourceToTarget, metrics_summary
+from .base import Parts, ReplicatorPlan, Sleep, SourceToTarget, metrics_summary
 from .native import NativeLink, say
 
 
@@ -460,8 +460,8 @@ class Dtle(SourceToTarget):
         finally:
             conn.close()
 
-    def apply(self, scenario, sleep: Sleep = time.sleep) -> None:
-        self.start(scenario.replicator, scenario.link.rtt)
+    def apply(self, plan: ReplicatorPlan, sleep: Sleep = time.sleep) -> None:
+        self.start(plan.options, plan.rtt)
 
     def start(self, replicator, rtt_seconds: float) -> None:
         with self._heartbeats_paused():
@@ -561,7 +561,7 @@ class Dtle(SourceToTarget):
             out["unreachable"] = unreachable
         return out
 
-    def summary(self, scenario, samples) -> dict:
+    def summary(self, plan: ReplicatorPlan, samples) -> dict:
         return {"replicator_metrics": metrics_summary(samples)}
 
     def consistency(self) -> dict:

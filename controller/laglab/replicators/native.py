@@ -30,7 +30,7 @@ from ..db import (
 )
 from ..deadline import poll
 from . import handover
-from .base import Parts, Sleep, SourceToTarget
+from .base import Parts, ReplicatorPlan, Sleep, SourceToTarget
 
 log = logging.getLogger("laglab.replicators.native")
 
@@ -320,8 +320,8 @@ class Native(SourceToTarget):
         super().__init__(parts)
         self._semi_sync_before: bool | None = None  # what the lab had before a point first asked for it
 
-    def apply(self, scenario, sleep: Sleep = time.sleep) -> None:
-        r = scenario.replicator
+    def apply(self, plan: ReplicatorPlan, sleep: Sleep = time.sleep) -> None:
+        r = plan.options
         self._semi_sync(r.semi_sync)
         self._network((r.compression, r.zstd_level, r.ssl, r.binlog_transaction_compression))
 

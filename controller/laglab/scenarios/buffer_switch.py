@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .. import tcp_buffers
 from ..platforms.base import Unsupported, measurable
-from .spec import Point
+from .spec import BuffersPlan
 
 
 class BufferSwitch:
@@ -14,15 +14,13 @@ class BufferSwitch:
         self.lab, self.marker = lab, marker
         self.before: dict[str, dict[str, str]] = {}  # service -> TCP buffers before the run set them
 
-    def set_for(self, point: Point, check) -> dict[str, dict[str, str]]:
+    def set_for(self, plan: BuffersPlan, check) -> dict[str, dict[str, str]]:
         """The point's tcp_buffers set where it asks (the values before remembered for the cleanup), and
         what the link's services and the load generator have, read back: the point records them."""
-        asked = point.scenario.tcp_buffers
-        services = list(dict.fromkeys([*point.scenario.link.between, "loadgen", *(asked.services if asked else [])]))
-        found = {c.service: c for c in self.lab.platform.list().values() if c.running and c.service in services}
-        if asked is not None:
+        found = {c.service: c for c in self.lab.platform.list().values() if c.running and c.service in plan.read}
+        if plan.set_on:
             check("setting TCP buffers")
-            for service in asked.services:
+            for service in plan.set_on:
                 container = found.get(service) or self.lab.platform.running(service, hint="tcp_buffers.services")[0]
                 if not measurable(container):
                     raise Unsupported(
@@ -37,7 +35,7 @@ class BufferSwitch:
                 if service not in self.before:
                     self.before[service] = tcp_buffers.read(self.lab.executor, container.pid)
                     self.marker.buffers_before(service, self.before[service])
-                tcp_buffers.write(self.lab.executor, container.pid, asked.values())
+                tcp_buffers.write(self.lab.executor, container.pid, plan.values)
         return {s: tcp_buffers.read(self.lab.executor, c.pid) for s, c in sorted(found.items()) if c.entered}
 
     def restore(self) -> None:

@@ -18,14 +18,14 @@ import traceback
 from typing import TYPE_CHECKING
 
 from ..hostload import HostLoad
-from ..replicators import KINDS, for_kind
+from ..replicators import for_kind
 from ..results import Run
 from . import environment, measure, report, run_files, summarise
 from .buffer_switch import BufferSwitch
 from .knees import Knees
 from .orphan import RunMarker
 from .recording import PointRecording
-from .spec import Plan, Point, describe_point
+from .spec import Plan, Point, PointPlan, describe_point
 from .timeline import EVENT_COLUMNS, TimelineRun
 
 if TYPE_CHECKING:  # the parts a run drives (app.Lab): typed, so the import graph shows them
@@ -233,9 +233,9 @@ class ScenarioRun:
         return feeds
 
     # --- one point ---
-    def _replicator_for(self, point: Point):
+    def _replicator_for(self, plan: PointPlan):
         """The point's kind; a change of kind restores the previous one first (DTLE hands back to native)."""
-        kind = point.scenario.replicator.kind
+        kind = plan.replicator.kind
         if self.replicator is not None and self.replicator.kind != kind:
             self._check(f"restoring {self.replicator.kind}")
             self.replicator.restore()
@@ -244,21 +244,21 @@ class ScenarioRun:
             self.replicators[kind] = for_kind(kind, self.lab)
             self.replicator = self.replicators[kind]
             self._check(f"preparing data for {kind}")
-            self.replicator.prepare(point.scenario)
+            self.replicator.prepare(plan.data)
         self.replicator = self.replicators[kind]
         return self.replicator
 
     def _run_point(self, point: Point) -> dict:
-        plan = point.plan()
+        plan = point.plan()  # from here on, the plan alone: nothing reads the scenario again
         shaping = self.lab.shaping
-        replicator = self._replicator_for(point)
+        replicator = self._replicator_for(plan)
         self._check("clearing shaping")
         shaping.clear()
         self._check(f"applying {replicator.kind}")
-        replicator.apply(point.scenario, sleep=self._sleep)
+        replicator.apply(plan.replicator, sleep=self._sleep)
         self._check("waiting for the replica to catch up")
         replicator.wait_caught_up(300, sleep=self._sleep)
-        buffers = self._buffers.set_for(point, self._check)
+        buffers = self._buffers.set_for(plan.buffers, self._check)
         if plan.shaping:
             self._check("applying shaping")
             for service, request in plan.shaping:
@@ -268,20 +268,18 @@ class ScenarioRun:
         self._check("load (warm-up)" if plan.load.warmup else "load")
         feeds = ("lag",) if replicator.records_lag else ()
         self._recording = PointRecording(
-            point.index + 1,
+            plan.number,
             time.time(),
             self._lag_series,
             self._link_series,
             links=plan.links,
             feeds=feeds + (("links",) if self.lab.counters is not None else ()),
-            nodes=tuple(KINDS[replicator.kind].services()) if point.scenario.cluster is not None else (),
+            nodes=plan.nodes,
         )
 
         timeline = None
-        if point.scenario.timeline:
-            timeline = self._timeline = TimelineRun(
-                self.lab, point.scenario.timeline, point.scenario.load.duration, point.index + 1, self._on_event
-            )
+        if plan.timeline:
+            timeline = self._timeline = TimelineRun(self.lab, plan.timeline, plan.duration, plan.number, self._on_event)
             timeline.prepare()
 
         host = HostLoad(workers=lambda: worker_pids(self.lab))
@@ -293,7 +291,7 @@ class ScenarioRun:
                 timeline.start(start)
             self._check("load (measuring)")
 
-        phase = measure.LoadPhase(self.lab, plan.load, point.index + 1, self.id, self._load_series, self._sleep)
+        phase = measure.LoadPhase(self.lab, plan.load, plan.number, self.id, self._load_series, self._sleep)
         try:
             window = phase.run(replicator, window_opens)
         finally:
@@ -307,10 +305,10 @@ class ScenarioRun:
         events = timeline.events if timeline is not None else []
         for event in events:
             self._event_series.append(event)
-        extra = replicator.summary(point.scenario, window.samples)
+        extra = replicator.summary(plan.replicator, window.samples)
         if buffers:
             extra = {**extra, "tcp_buffers": buffers}
-        return summarise.point_result(point, plan, verification, window, figures, extra, events, host_load)
+        return summarise.point_result(plan, verification, window, figures, extra, events, host_load)
 
     def _on_event(self, event: dict) -> None:
         """A timeline event as it happens: a dashboard marker; the replica's catch-up is watched after

@@ -30,6 +30,7 @@ from pydantic import (
 from .. import limits, presets, tcp_buffers
 from ..load import SCRIPTS, Profile
 from ..replicators import KINDS
+from ..replicators.base import ClusterPlan, ReplicatorPlan
 from ..shaping.matrix import Matrix, MatrixError
 from ..shaping.params import (
     Impairment,
@@ -94,6 +95,11 @@ class _Replicator(Section):
                 if kind != self.kind and set_here and name not in KINDS[self.kind].options:
                     raise ValueError(f"replicator.{name}: an option of kind {kind}, not {self.kind}")
         return self
+
+    def options(self):
+        """The kind's own options (its `Options` model; None for a kind without options)."""
+        model = KINDS[self.kind].Options
+        return None if model is None else model(**{name: getattr(self, name) for name in model.model_fields})
 
 
 def _replicator_model() -> type[Section]:
@@ -634,13 +640,33 @@ class LoadPlan:
 
 
 @dataclass(frozen=True)
-class PointPlan:
-    """A point resolved completely: the runner never goes back to the scenario for these."""
+class BuffersPlan:
+    """The point's TCP buffers: set on `set_on` (none: the lab's), read back on `read` for the record."""
 
+    set_on: tuple[str, ...]
+    values: dict[str, tuple[int, int, int]]
+    read: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PointPlan:
+    """A point resolved completely: the runner, the replicators and the summary never go back to the
+    scenario (spec -> plan -> apply -> measure -> record -> summarise)."""
+
+    number: int  # 1-based, as the run's files and the report count points
+    params: dict[str, object]  # the swept keys' values
+    replicator: ReplicatorPlan
+    data: Profile  # the data set the replicator prepares once per run
+    buffers: BuffersPlan
     shaping: tuple[tuple[str, Request], ...]  # (service, shaping of it) in order
     verify: VerifyPlan
     load: LoadPlan
+    duration: float  # the measured window, s (a timeline's steps fall within it)
+    timeline: tuple[Step, ...]
+    nodes: tuple[str, ...]  # a cluster's members, recorded one by one (empty: not a cluster)
     links: tuple[tuple[str, str], ...]  # link counters recorded for the point (both directions)
+    settings: dict  # the point's link, load and replicator as summary.json records them
+    assertions: tuple[Assertion, ...]
 
 
 class Point(Section):
@@ -651,18 +677,21 @@ class Point(Section):
 
     def plan(self) -> PointPlan:
         s = self.scenario
+        cluster, nodes = None, ()
         if s.cluster is not None:
             # Load on the write node; everything the delayed node sends waits `cluster.delay`, so the
             # writer's RTT to it is the delay itself. mysqlslap times its own fixed work: no warm-up.
-            services = KINDS[s.replicator.kind].services()  # type: ignore[attr-defined]
-            a, b = services[s.cluster.write_node - 1], services[s.cluster.delayed_node - 1]
+            nodes = tuple(KINDS[s.replicator.kind].services())  # type: ignore[attr-defined]
+            a, b = nodes[s.cluster.write_node - 1], nodes[s.cluster.delayed_node - 1]
             if s.link.matrix is not None:  # the nodes sit in sites: the matrix is all the delay
                 shaping, rtt_ms = tuple(s.link.matrix.requests()), s.link.matrix.rtt_ms(a, b)
+                sites = {f"{x}-{y}": v["rtt"] for (x, y), v in s.link.matrix.link_settings().items()}
             else:
                 shaping = ((b, Request(Impairment(delay=s.cluster.delay))),) if s.cluster.delay else ()
-                rtt_ms = s.cluster.delay * 1000
+                rtt_ms, sites = s.cluster.delay * 1000, None
             verify = VerifyPlan(a, b, rtt_ms, None, s.verify)
             target, warmup = a, 0.0
+            cluster = ClusterPlan(a, b, rtt_ms, sites)
         elif s.link.matrix is not None:
             a, b = s.link.between
             shaping = tuple(s.link.matrix.requests())
@@ -679,7 +708,25 @@ class Point(Section):
             seconds=round(warmup) + s.load.seconds, threads=s.load.threads, queries=s.load.queries,
             query=s.load.query, setup=s.load.setup, reconnect=s.load.reconnect,
         )  # fmt: skip
-        return PointPlan(shaping, verify, load, ((a, b), (b, a)))
+        asked = s.tcp_buffers
+        buffers = BuffersPlan(
+            tuple(asked.services) if asked else (), asked.values() if asked else {},
+            tuple(dict.fromkeys([*s.link.between, "loadgen", *(asked.services if asked else [])])),
+        )  # fmt: skip
+        settings = {
+            "link": s.link.model_dump(include={"preset", "rtt", "rate", "rate_reverse", "jitter", "loss"}),
+            "load": {"tool": s.load.tool, "script": s.load.script, "threads": s.load.threads, "rate_tps": s.load.rate,
+                     "seconds": s.load.seconds, "queries": s.load.queries},
+            "replicator": s.replicator.model_dump(),
+        }  # fmt: skip
+        return PointPlan(
+            number=self.index + 1, params=self.params,
+            replicator=ReplicatorPlan(s.replicator.kind, s.replicator.options(), s.link.rtt, cluster),
+            data=s.load_profile(),
+            buffers=buffers, shaping=shaping, verify=verify, load=load, duration=s.load.duration,
+            timeline=tuple(s.timeline), nodes=nodes, links=((a, b), (b, a)), settings=settings,
+            assertions=tuple(s.assertions),
+        )  # fmt: skip
 
 
 class Plan(Section):

@@ -6,30 +6,20 @@ from __future__ import annotations
 import statistics
 
 from .measure import Window
-from .spec import Point, PointPlan
+from .spec import PointPlan
 
 
 def point_result(
-    point: Point, plan: PointPlan, verification: dict, window: Window, figures: dict, extra: dict, events=(),
+    plan: PointPlan, verification: dict, window: Window, figures: dict, extra: dict, events=(),
     host: dict | None = None,
 ) -> dict:  # fmt: skip
-    s = point.scenario
     links = figures.pop("links_mbit")
-    timed = s.load.tool == "mysqlslap"  # one row: its time and throughput over the whole run
+    timed = plan.load.tool == "mysqlslap"  # one row: its time and throughput over the whole run
     rows = window.load_rows if timed else [r for r in window.load_rows if r["epoch"] >= window.start]
     result = {
-        "point": point.index + 1,
-        "params": point.params,
-        "link": s.link.model_dump(include={"preset", "rtt", "rate", "rate_reverse", "jitter", "loss"}),
-        "load": {
-            "tool": s.load.tool,
-            "script": s.load.script,
-            "threads": s.load.threads,
-            "rate_tps": s.load.rate,
-            "seconds": s.load.seconds,
-            "queries": s.load.queries,
-        },
-        "replicator": s.replicator.model_dump(),
+        "point": plan.number,
+        "params": plan.params,
+        **plan.settings,  # link, load, replicator
         "verification": verification,
         "measured_seconds": round(window.end - window.start, 1),
         "window_start_epoch": round(window.start, 3),
@@ -48,7 +38,7 @@ def point_result(
         **timeline_figures(events, window.end),
         "host": host,  # the host's load in the measured window (hostload.py); saturated: CPU-bound figures
     }
-    result["assertions"] = [{"assertion": str(a), "passed": a.holds(result.get(a.metric))} for a in s.assertions]
+    result["assertions"] = [{"assertion": str(a), "passed": a.holds(result.get(a.metric))} for a in plan.assertions]
     failed_steps = [e for e in events if e.get("error")]
     result["passed"] = (
         all(x["passed"] for x in result["assertions"])
