@@ -1,5 +1,10 @@
-"""A PyMySQL connection for unit tests: every statement is logged, and `answer(sql, args)` says what
-rows it returns (a dict cursor's rows)."""
+"""The unit tests' fakes, one per seam, each behaving as the real side does: a PyMySQL connection
+(every statement logged, `answer(sql, args)` says what rows it returns), the Docker API, the Platform,
+a dry-run executor; and for runs and timelines the real ShapingManager over them (`shaping_manager`),
+a `Spy` that records the order of calls, and the lab a ScenarioRun uses (`RunLab`)."""
+
+from laglab import tcp_buffers
+from laglab.executor import Executor
 
 
 class FakeConnection:
@@ -240,3 +245,73 @@ class FakeExecution:
 
     def pid(self, timeout=5.0):
         return self._pid
+
+
+LAB_SERVICES = ("mysql-source", "mysql-target", "loadgen")
+
+
+def shaping_manager(tmp_path, *services: str, events=None):
+    """The real ShapingManager over FakePlatform and a dry-run executor, with the kernel backend (tc's
+    argv recorded in `.executor.ran`): the one shaping every unit test of a run or a timeline uses. A
+    failure is the real one: `.executor.owns = lambda pid: False` is a lab whose containers restarted
+    under it (the next namespace entered is refused, the change rolled back: ShapingError)."""
+    from laglab.shaping import backends
+    from laglab.shaping.manager import ShapingManager
+
+    platform = FakePlatform.running_services(*(services or LAB_SERVICES))
+    executor = DryRunExecutor(dry_run=True)
+    return ShapingManager(platform, executor, backends.KernelBackend(), tmp_path / "shaping.json", events)
+
+
+class DryRunExecutor(Executor):
+    """Executor(dry_run=True): argv recorded, nothing run; what the lab reads back answered as a fresh
+    kernel does (net.ipv4.tcp_wmem / tcp_rmem at their defaults, Linux's
+    Documentation/networking/ip-sysctl.rst: 4096 16384 4194304 and 4096 131072 6291456)."""
+
+    def run(self, argv, netns_pid=None, check=True, timeout=None, stdin=None):
+        out = super().run(argv, netns_pid, check, timeout, stdin)
+        return "4096\t16384\t4194304\n4096\t131072\t6291456\n" if list(argv) == tcp_buffers.read_argv() else out
+
+
+class Spy:
+    """A real object whose calls are recorded in order before they run (`name.method`, and what `words`
+    says of the arguments; with `detail`, the arguments too): the order of a run's steps across seams."""
+
+    def __init__(self, real, calls: list, name: str, words=None, detail: list | None = None):
+        self._real, self._calls, self._name, self._words, self._detail = real, calls, name, words, detail
+
+    def __getattr__(self, attr):
+        value = getattr(self._real, attr)
+        if not callable(value):
+            return value
+
+        def call(*args, **kwargs):
+            said = self._words(attr, args, kwargs) if self._words else ""
+            self._calls.append(f"{self._name}.{attr}" + (f" {said}" if said else ""))
+            if self._detail is not None:  # the arguments themselves, for a test to look into
+                self._detail.append((attr, args, kwargs))
+            return value(*args, **kwargs)
+
+        return call
+
+
+class IdleLoad:
+    """The load generator as a run finds it between loads."""
+
+    running, owner, error = False, None, None
+
+
+class RunLab:
+    """What a ScenarioRun uses of the lab, for unit tests: the shaping given (shaping_manager's), an idle
+    load generator, a lag recorder's feed (results.Fanout), the shaping's platform, no link counters,
+    cluster members or dashboard events; problems as the controller keeps them."""
+
+    def __init__(self, shaping):
+        from laglab.problems import Problems
+        from laglab.results import Fanout
+
+        self.shaping, self.load, self.counters, self.events, self.clusters = shaping, IdleLoad(), None, None, None
+        self.platform, self.executor = shaping.platform, shaping.executor
+        self.problems = Problems()
+        self.source = self.target = None
+        self.recorder = type("Recorder", (), {"feed": Fanout("lag")})()

@@ -121,3 +121,21 @@ def test_no_deadline_loop_is_written_by_hand():
             if re.search(r"while .*(monotonic\(\)|deadline)", line):
                 loops.append(f"{path.name}:{number}")
     assert loops == []
+
+
+def test_a_point_flows_downhill():
+    """#37.3: once `spec.Point.plan()` resolved a point, nothing downstream reads the scenario again:
+    no `.scenario` in the runner's point, the replicators, the buffers or the summary (the runner's
+    progress line and the run's name read the Plan's, which is the run's, not the point's)."""
+    downstream = ["replicators", "scenarios.runner", "scenarios.buffer_switch", "scenarios.summarise",
+                  "scenarios.measure", "scenarios.recording", "scenarios.knees"]  # fmt: skip
+    found = []
+    for name, tree in modules().items():
+        if not any(name == f"laglab.{d}" or name.startswith(f"laglab.{d}.") for d in downstream):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr == "scenario":
+                owner = ast.unparse(node.value)
+                if owner not in ("plan", "self.plan"):  # the run's Plan: its name, timeline's presence
+                    found.append(f"{name}:{node.lineno} {owner}.scenario")
+    assert found == []

@@ -165,7 +165,8 @@ def test_dtle_options_from_a_scenario_point():
     )
     point = plan.points[0].scenario
     assert point.link.between == ("dtle-src", "dtle-dst")  # the agents' link unless the file says
-    options = dtle.Dtle(parts=None, nomad=object(), http=object()).job_options(point.replicator, point.link.rtt)
+    asked = plan.points[0].plan().replicator  # what the runner hands the kind
+    options = dtle.Dtle(parts=None, nomad=object(), http=object()).job_options(asked.options, asked.rtt)
     assert options == dtle.JobOptions(group_max_size=1048576, group_timeout_ms=240, repl_chan_buffer_size=600)
 
 
@@ -235,7 +236,7 @@ def test_dm_driver_creates_the_source_once_and_resumes_later_points_from_the_che
         "name: x\nreplicator: {kind: dm, task_mode: all}\nsweep: {replicator.syncer_worker_count: [4, 32]}"
     )
     for point in plan.points:
-        driver.start(point.scenario.replicator, 0.0)
+        driver.start(point.plan().replicator.options, 0.0)
     dmctl = [a[2:] for a in master.argv if a[0] == "/dmctl"]
     assert dmctl == [
         ["operate-source", "show"],

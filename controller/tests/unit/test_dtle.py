@@ -249,7 +249,7 @@ def driver_in(world, clock=time.monotonic):
     )
 
 
-REPLICATOR = load_text("name: x\nreplicator: {kind: dtle}\n").points[0].scenario.replicator
+REPLICATOR = load_text("name: x\nreplicator: {kind: dtle}\n").points[0].plan().replicator.options
 
 
 def test_a_backlog_survives_both_hand_overs_and_nothing_is_replayed():
@@ -392,7 +392,7 @@ def test_a_killed_agent_fails_the_hand_back_within_its_bound_not_after_300_s():
     clock = Clock()
     driver = driver_in(world, clock)
     plan = load_text("name: x\nreplicator: {kind: dtle, unreachable_seconds: 10}\n")
-    replicator = plan.points[0].scenario.replicator
+    replicator = plan.points[0].plan().replicator.options
     driver.start(replicator, 0.1)
     world.write(30)
     world.dst_alive = False

@@ -5,21 +5,26 @@ from types import SimpleNamespace
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from laglab.faults import FaultManager
 from laglab.lag import LagSample
 from laglab.metrics import render
-from laglab.shaping.impairment import Impairment
-from laglab.shaping.plan import Entry
+from laglab.shaping.params import parse_request
+
+from .fakes import shaping_manager
 
 
-def fake_lab():
-    import threading
-
-    entries = {
-        ("mysql-source", "mysql-target"): Entry(
-            "mysql-source", "mysql-target", "egress", Impairment(delay=0.125, loss=0.005, rate=2e6)
-        ),
-        ("loadgen", None): Entry("loadgen", None, "egress", Impairment(delay=0.01)),
-    }
+def fake_lab(tmp_path):
+    """The lab's state as /metrics reads it: the real shaping and fault managers (over the unit tests'
+    fake platform) holding two shapings, a partition and a pause; the recorder, counters and load as
+    the controller's hold their latest figures."""
+    shaping = shaping_manager(tmp_path)
+    shaping.put(
+        "mysql-source", parse_request({"delay": "125ms", "loss": "0.5%", "rate": "2mbit", "peer": "mysql-target"})
+    )
+    shaping.put("loadgen", parse_request({"delay": "10ms"}))
+    shaping.partition(["mysql-source"], ["mysql-target"])
+    faults = FaultManager(shaping.platform, settle_timeout=5)
+    faults.inject("mysql-target", "pause")
     return SimpleNamespace(
         recorder=SimpleNamespace(
             samples=collections.deque(
@@ -39,10 +44,8 @@ def fake_lab():
             latest=lambda: {"mysql-target": {"lag_seconds": 0.25, "seconds_behind_source": 0}},  # no further replica
         ),
         target=SimpleNamespace(name="mysql-target"),
-        shaping=SimpleNamespace(
-            lock=threading.Lock(), desired=SimpleNamespace(entries=entries, partitions={"p1": object()})
-        ),
-        faults=SimpleNamespace(active=lambda: [SimpleNamespace(service="mysql-target", action="pause")]),
+        shaping=shaping,
+        faults=faults,
         counters=SimpleNamespace(
             latest=[
                 {"kind": "link", "service": "mysql-source", "peer": "mysql-target", "tx_bytes": 1000},
@@ -61,14 +64,14 @@ def samples(text: str) -> dict:
     return out
 
 
-def test_metrics_follow_the_lab_state():
+def test_metrics_follow_the_lab_state(tmp_path):
     run = SimpleNamespace(
         status="running",
         plan=SimpleNamespace(scenario=SimpleNamespace(name="latency-sweep")),
         point=SimpleNamespace(index=2),
         id="r1",
     )
-    got = samples(render(fake_lab(), {"r1": run}).decode())
+    got = samples(render(fake_lab(tmp_path), {"r1": run}).decode())
     assert got[("laglab_replication_lag_seconds", (("replica", "mysql-target"),))] == 0.25
     assert got[("laglab_seconds_behind_source", (("replica", "mysql-target"),))] == 0
     link = (("peer", "mysql-target"), ("service", "mysql-source"))

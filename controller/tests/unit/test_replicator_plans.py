@@ -3,19 +3,17 @@ interface: native's exact statements for its options and its restore, a point re
 the spec, the kinds registry as the scenario schema sees it, the order of a point's steps, and a
 change of kind restoring the previous kind first."""
 
-from types import SimpleNamespace
-
 import pytest
 
 import laglab.scenarios.runner as runner
 from laglab.db import Dialect
 from laglab.replicators import KINDS, native
+from laglab.replicators.base import ClusterPlan
 from laglab.replicators.galera import Galera
-from laglab.results import Fanout
-from laglab.scenarios.spec import ScenarioError, load_text
+from laglab.scenarios.spec import BuffersPlan, ScenarioError, load_text
 from laglab.shaping.params import Impairment, Request
 
-from .fakes import FakeConnection
+from .fakes import FakeConnection, RunLab, Spy, shaping_manager
 
 
 def test_native_options_are_exact_statements_on_each_server():
@@ -101,6 +99,13 @@ def test_a_link_point_is_resolved_completely():
         ("mysql-source", "mysql-target"),
         ("mysql-target", "mysql-source"),
     )
+    # What the replicator, the buffers and the summary get: the kind's options and the round trip, the
+    # data set, the services read back, the settings recorded (#37: nothing reads the scenario again).
+    assert (plan.replicator.kind, plan.replicator.rtt, plan.replicator.cluster) == ("native", 0.1, None)
+    assert plan.replicator.options == native.NativeOptions() and (plan.data.tables, plan.data.rows) == (4, 10000)
+    assert plan.buffers == BuffersPlan((), {}, ("mysql-source", "mysql-target", "loadgen"))
+    assert (plan.number, plan.params, plan.duration, plan.timeline, plan.nodes) == (1, {}, 30.0, (), ())
+    assert plan.settings["link"]["rtt"] == "100ms" and plan.settings["load"]["rate_tps"] == 50
 
 
 def test_a_cluster_point_delays_one_node_and_loads_the_writer():
@@ -116,6 +121,8 @@ def test_a_cluster_point_delays_one_node_and_loads_the_writer():
     assert plan.shaping == ((delayed, Request(Impairment(delay=0.1))),)
     assert (plan.verify.source, plan.verify.to, plan.verify.rtt_ms) == (writer, delayed, 100.0)
     assert (plan.load.target, plan.load.warmup, plan.load.threads) == (writer, 0.0, 8)
+    assert plan.replicator.cluster == ClusterPlan(writer, delayed, 100.0, None)
+    assert plan.nodes == tuple(Galera.services())
 
 
 class FakeReplicator:
@@ -137,38 +144,15 @@ class FakeReplicator:
         return step
 
 
-class FakeShaping:
-    reconciler = SimpleNamespace(workers={})  # no userspace workers (the run reads their CPU)
-
-    def __init__(self, calls):
-        self.calls = calls
-
-    def clear(self):
-        self.calls.append("shaping.clear")
-
-    def put(self, service, request):
-        self.calls.append(f"shaping.put {service} peer={request.peer}")
-
-
-class FakeLoad:
-    running, owner, error = False, None, None
-
-
-class FakeLab:
-    def __init__(self, calls):
-        self.shaping, self.load, self.counters, self.events = FakeShaping(calls), FakeLoad(), None, None
-        self.clusters = None
-        self.recorder = type("R", (), {"feed": Fanout("lag")})()
-        self.platform = type("P", (), {"list": lambda self, max_age=0.0: {}})()  # no container entered
-
-
 def run_scenario(tmp_path, monkeypatch, text):
     calls = []
     made = {}
     monkeypatch.setattr(runner.environment, "describe", lambda lab: {})
     monkeypatch.setattr(runner.measure, "verify_link", lambda lab, plan: calls.append("verify") or {"ok": True})
     monkeypatch.setattr(runner, "for_kind", lambda kind, lab: made.setdefault(kind, FakeReplicator(kind, calls)))
-    run = runner.ScenarioRun(FakeLab(calls), load_text(text), tmp_path, text)
+    shaping = Spy(shaping_manager(tmp_path), calls, "shaping", lambda method, args, _kw: (
+        f"{args[0]} peer={args[1].peer}" if method == "put" else ""))  # fmt: skip
+    run = runner.ScenarioRun(RunLab(shaping), load_text(text), tmp_path, text)
     run.start()
     run.wait(30)
     assert run.status == "completed", run.reason
@@ -189,7 +173,9 @@ def test_the_runner_drives_a_kind_through_the_interface_in_order(tmp_path, monke
     assert calls[calls.index("native.summary") + 1 :] == [
         "native.consistency", "shaping.clear", "native.restore",
     ]  # fmt: skip
+    assert run.lab.shaping.desired.entries == {}  # the real manager's state: cleared at the end
     point = run.summary[0]
+    assert point["tcp_buffers"]["mysql-source"] == {"wmem": "4096 16384 4194304", "rmem": "4096 131072 6291456"}
     assert point["binlog_mbit"] == 0.0 and point["replicator_metrics"] == {} and point["passed"] is True
 
 

@@ -4,41 +4,16 @@ runs, and a stopping controller (SIGTERM -> app.shutdown) interrupts its run ins
 
 import json
 import threading
-from types import SimpleNamespace
 
 import pytest
 
 import laglab.scenarios.runner as runner
 from laglab.app import create_app, shutdown
-from laglab.problems import Problems
-from laglab.results import Fanout
 from laglab.scenarios.runner import ScenarioRun
 from laglab.scenarios.spec import load_text
+from laglab.shaping.params import parse_request
 
-
-class FakeShaping:
-    reconciler = SimpleNamespace(workers={})  # no userspace workers (the run reads their CPU)
-
-    def __init__(self, fail=False):
-        self.cleared, self.fail = 0, fail
-
-    def clear(self):
-        self.cleared += 1
-        if self.fail:
-            raise RuntimeError("tc: no such device")
-
-
-class FakeLoad:
-    running, owner = False, None
-
-
-class FakeLab:
-    def __init__(self, shaping):
-        self.shaping, self.load, self.counters, self.events = shaping, FakeLoad(), None, None
-        self.clusters = None
-        self.problems = Problems()
-        self.source = self.target = None
-        self.recorder = type("R", (), {"feed": Fanout("lag")})()
+from .fakes import RunLab, shaping_manager
 
 
 class FakeReplicator:
@@ -61,13 +36,19 @@ def no_servers(monkeypatch):
     monkeypatch.setattr(runner.environment, "describe", lambda lab: {})
 
 
-def make_run(tmp_path, point, shaping=None):
-    lab = FakeLab(shaping or FakeShaping())
+def make_run(tmp_path, point):
+    lab = RunLab(shaping_manager(tmp_path))
     run = ScenarioRun(lab, load_text("name: life\n"), tmp_path, "name: life\n")
     restored = []
     run.replicator = run.replicators["native"] = FakeReplicator(restored)
     run._run_point = point
     return run, lab, restored
+
+
+def shaped(lab):
+    """A point's link shaped, as the runner does before its load (what cleanup must clear)."""
+    lab.shaping.put("mysql-source", parse_request({"delay": "50ms", "peer": "mysql-target"}))
+    assert lab.shaping.desired.entries
 
 
 def summary(run):
@@ -78,6 +59,7 @@ def test_cancel_interrupts_and_cleanup_runs(tmp_path):
     started = threading.Event()
 
     def point(p):
+        shaped(lab)
         started.set()
         run._sleep(30)
 
@@ -87,34 +69,40 @@ def test_cancel_interrupts_and_cleanup_runs(tmp_path):
     run.cancel()
     run.wait(10)
     assert (run.status, run.reason, run.step) == ("interrupted", "cancelled by request", "done")
-    assert lab.shaping.cleared == 1 and restored == ["native"]
+    assert lab.shaping.desired.entries == {} and restored == ["native"]
     assert summary(run)["status"] == "interrupted"
     assert lab.recorder.feed._subscribers == []  # the run's subscription ended with it
 
 
 def test_a_failure_keeps_its_reason_and_cleanup_still_runs(tmp_path):
     def point(p):
+        shaped(lab)
         raise RuntimeError("the replica did not catch up within 300s")
 
     run, lab, restored = make_run(tmp_path, point)
     run.start()
     run.wait(10)
     assert (run.status, run.reason) == ("failed", "RuntimeError: the replica did not catch up within 300s")
-    assert lab.shaping.cleared == 1 and restored == ["native"]
+    assert lab.shaping.desired.entries == {} and restored == ["native"]
     # The run still says whether anything was lost, once cleanup handed replication back.
     assert run.identical is True and summary(run)["consistency"]["identical"] is True
 
 
 def test_a_failing_cleanup_step_is_reported_and_the_others_run(tmp_path):
-    run, _, restored = make_run(
-        tmp_path, lambda p: {"point": 1, "params": {}, "passed": True}, shaping=FakeShaping(fail=True)
-    )
+    def point(p):
+        shaped(lab)
+        lab.shaping.executor.owns = lambda pid: False  # its containers restarted under the run (new PIDs)
+        return {"point": 1, "params": {}, "passed": True}
+
+    run, lab, restored = make_run(tmp_path, point)
     run._check = lambda step: None
     run.start()
     run.wait(10)
     # The lab is not as the run found it: the run failed, and says which step and why.
-    assert run.status == "failed" and run.reason == "cleanup: RuntimeError: tc: no such device"
-    assert run.cleanup_errors == [{"step": "FakeShaping.clear", "error": "RuntimeError: tc: no such device"}]
+    gone = ("ShapingError: applying failed and was rolled back: process 1000 is no longer a container of this "
+            "lab; not entering it")  # fmt: skip
+    assert run.status == "failed" and run.reason == f"cleanup: {gone}"
+    assert run.cleanup_errors == [{"step": "ShapingManager.clear", "error": gone}]
     assert (
         summary(run)["cleanup_errors"] == run.cleanup_errors and run.as_json()["cleanup_errors"] == run.cleanup_errors
     )
@@ -167,6 +155,7 @@ def test_a_stopping_controller_interrupts_its_run(tmp_path, app):
     started = threading.Event()
 
     def point(p):
+        shaped(lab)
         started.set()
         run._sleep(60)
 
@@ -176,4 +165,4 @@ def test_a_stopping_controller_interrupts_its_run(tmp_path, app):
     assert started.wait(5)
     shutdown(app, clear_kernel=True, run_grace=10)
     assert (run.status, run.reason) == ("interrupted", "the controller is stopping")
-    assert lab.shaping.cleared == 1 and restored == ["native"] and summary(run)["status"] == "interrupted"
+    assert lab.shaping.desired.entries == {} and restored == ["native"] and summary(run)["status"] == "interrupted"

@@ -10,6 +10,7 @@ from laglab.scenarios.runner import ScenarioRun
 from laglab.scenarios.spec import load_text
 
 from ..conftest import authorized
+from .fakes import RunLab, shaping_manager
 
 SCENARIO = "name: race\n"
 
@@ -75,11 +76,9 @@ def test_a_run_deleted_while_queued_is_interrupted_at_once(app, lab, client):
 
 
 def test_a_cancelled_run_never_shows_running_and_skips_its_points(tmp_path, monkeypatch):
-    from .test_run_lifecycle import FakeLab, FakeShaping
-
     monkeypatch.setattr(runner.environment, "describe", lambda lab: {})
     points = []
-    run = ScenarioRun(FakeLab(FakeShaping()), load_text(SCENARIO), tmp_path, SCENARIO)
+    run = ScenarioRun(RunLab(shaping_manager(tmp_path)), load_text(SCENARIO), tmp_path, SCENARIO)
     run._run_point = points.append
     run.cancel()
     assert run.status == "interrupted"

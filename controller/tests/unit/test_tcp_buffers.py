@@ -71,7 +71,7 @@ SCENARIO = "name: x\ntcp_buffers: {wmem: 4096 16384 64MiB, services: [mysql-sour
 def test_a_run_sets_them_where_asked_records_them_and_puts_them_back(scenario_runs):
     the_lab = lab()
     run = scenario_runs(load_text(SCENARIO), the_lab, SCENARIO)
-    recorded = run._buffers.set_for(run.plan.points[0], run._check)
+    recorded = run._buffers.set_for(run.plan.points[0].plan().buffers, run._check)
     assert the_lab.executor.values[101]["wmem"] == "4096 16384 67108864"  # only mysql-source's namespace
     assert the_lab.executor.values[102]["wmem"] == "4096 16384 4194304"
     assert recorded == {  # the link's two ends and the load generator, read back
@@ -79,7 +79,9 @@ def test_a_run_sets_them_where_asked_records_them_and_puts_them_back(scenario_ru
         "mysql-source": {"wmem": "4096 16384 67108864", "rmem": "4096 131072 33554432"},
         "mysql-target": {"wmem": "4096 16384 4194304", "rmem": "4096 131072 33554432"},
     }
-    run._buffers.set_for(run.plan.points[0], run._check)  # a second point: what was there before the run is kept
+    run._buffers.set_for(
+        run.plan.points[0].plan().buffers, run._check
+    )  # a second point: what was there before the run is kept
     run._buffers.restore()
     assert the_lab.executor.values[101] == {"wmem": "4096 16384 4194304", "rmem": "4096 131072 33554432"}
     assert not run._buffers.before
@@ -88,14 +90,18 @@ def test_a_run_sets_them_where_asked_records_them_and_puts_them_back(scenario_ru
 def test_without_the_knob_they_are_only_read(scenario_runs):
     the_lab = lab()
     run = scenario_runs(load_text("name: x\n"), the_lab)
-    assert set(run._buffers.set_for(run.plan.points[0], run._check)) == {"mysql-source", "mysql-target", "loadgen"}
+    assert set(run._buffers.set_for(run.plan.points[0].plan().buffers, run._check)) == {
+        "mysql-source",
+        "mysql-target",
+        "loadgen",
+    }
     assert all(argv == tcp_buffers.read_argv() for _pid, argv in the_lab.executor.ran)
 
 
 def test_where_the_controller_enters_no_namespace_the_knob_is_refused_naming_it(scenario_runs):
     run = scenario_runs(load_text(SCENARIO), lab(entered=False), SCENARIO)
     with pytest.raises(Unsupported, match=r"^tcp_buffers: set only where the controller enters the containers"):
-        run._buffers.set_for(run.plan.points[0], run._check)
+        run._buffers.set_for(run.plan.points[0].plan().buffers, run._check)
 
 
 def test_the_controllers_own_namespace_is_never_tuned(scenario_runs):
@@ -105,7 +111,7 @@ def test_the_controllers_own_namespace_is_never_tuned(scenario_runs):
     the_lab = lab()
     run = scenario_runs(load_text(text), the_lab, text)
     with pytest.raises(Unsupported, match=r"^tcp_buffers.services: controller is the lab's apparatus"):
-        run._buffers.set_for(run.plan.points[0], run._check)
+        run._buffers.set_for(run.plan.points[0].plan().buffers, run._check)
     assert the_lab.executor.values[104]["wmem"] == "4096 16384 4194304"
 
 

@@ -1,80 +1,81 @@
-"""The timeline against fakes of the shaping manager and the fault manager: steps in time order, their
-undo after a duration, repeats, trace rows, what stop() undoes, and the events it reports."""
+"""The timeline against the real shaping and fault managers over a fake platform (tests/unit/fakes.py):
+steps in time order, their undo after a duration, repeats, trace rows, what stop() undoes, and the
+events it reports."""
 
+import dataclasses
+import inspect
 import time
 from types import SimpleNamespace
 
 import pytest
 
+from laglab.faults import FaultManager
 from laglab.scenarios.spec import ScenarioError, load_text
 from laglab.scenarios.timeline import TimelineRun
+from laglab.shaping.manager import ShapingManager
 
 from ..polling import wait_until
+from .fakes import Spy, shaping_manager
 
 
-class FakeShaping:
-    def __init__(self, log):
-        self.log, self.partitions, self.entries = log, {}, {}
-        self.desired = SimpleNamespace(partitions=self.partitions, entries=self.entries)  # as ShapingManager's
-
-    def snapshot(self, keys):
-        return {k: self.entries.get(k) for k in keys}
-
-    def restore(self, saved):
-        self.log.append(("restore", sorted(saved)))
-        self.entries.update(saved)
-
-    def change(self, puts, removes=()):
-        for service, request in puts:
-            self.entries[(service, request.peer)] = request
-        self.log.append(("change", [(s, r.peer, r.shaping.delay, r.shaping.rate) for s, r in puts], list(removes)))
-        return time.time()  # as ShapingManager.change: when the change was in force
-
-    def partition(self, a, b, oneway):
-        made = SimpleNamespace(id=f"p{len(self.log)}")
-        self.partitions[made.id] = made
-        self.log.append(("partition", a, b, oneway))
-        return made
-
-    def heal(self, partition_id):
-        self.partitions.pop(partition_id, None) if partition_id else self.partitions.clear()
-        self.log.append(("heal", partition_id))
+def timeline_lab(tmp_path, log: list, detail: list | None = None, stopped: tuple[str, ...] = ()):
+    """What a timeline drives: the real shaping and fault managers over one FakePlatform (Docker's
+    answers: a kill of a stopped container refused...), their calls recorded in order; `stopped`:
+    services whose containers are not running."""
+    shaping = shaping_manager(tmp_path)
+    for service in stopped:
+        shaping.platform.lab[service] = dataclasses.replace(shaping.platform.lab[service], running=False)
+    faults = FaultManager(shaping.platform, settle_timeout=5)
+    return SimpleNamespace(shaping=Spy(shaping, log, "shaping", detail=detail),
+                           faults=Spy(faults, log, "faults", detail=detail))  # fmt: skip
 
 
-class FakeFaults:
-    def __init__(self, log):
-        self.log = log
+def logged(detail: list) -> list[tuple]:
+    """What the steps asked of the managers, in order, in words a test compares: a change's (service,
+    peer, delay, rate) and removes, a partition's sides, a fault's service, action and duration."""
+    out = []
+    for method, args, kwargs in detail:
+        owner = ShapingManager if hasattr(ShapingManager, method) else FaultManager
+        a = inspect.signature(getattr(owner, method)).bind(None, *args, **kwargs).arguments
+        if method == "change":
+            out.append(("change", [(s, r.peer, r.shaping.delay, r.shaping.rate) for s, r in a["puts"]],
+                        list(a.get("removes", ()))))  # fmt: skip
+        elif method == "partition":
+            out.append(("partition", a["a"], a["b"], a.get("oneway", False)))
+        elif method == "heal":
+            out.append(("heal", a.get("partition_id")))
+        elif method == "restore":
+            out.append(("restore", sorted(a["saved"])))
+        elif method == "inject":
+            out.append(("inject", a["service"], a["action"], a.get("duration")))
+        elif method == "undo":
+            out.append(("undo", a["fault_id"]))
+    return out
 
-    def inject(self, service, action, duration, timer=True):
-        assert timer is False, "the timeline keeps the time itself"
-        self.log.append(("inject", service, action, duration))
-        return SimpleNamespace(id="f1", effect=time.time(), active=duration is not None)
 
-    def undo(self, fault_id):
-        self.log.append(("undo", fault_id))
-        return SimpleNamespace(undone=time.time())
-
-
-def run(timeline_yaml: str, length: float, wait_for: int):
+def run(tmp_path, timeline_yaml: str, length: float, wait_for: int):
+    """The timeline's steps run; returns it, the managers' calls (method, *arguments) and its events."""
     plan = load_text(f"name: t\nload: {{duration: {length}s}}\ntimeline:\n{timeline_yaml}")
-    log, events = [], []
-    lab = SimpleNamespace(shaping=FakeShaping(log), faults=FakeFaults(log))
-    timeline = TimelineRun(lab, plan.points[0].scenario.timeline, length, 1, events.append)
+    detail, events = [], []
+    lab = timeline_lab(tmp_path, [], detail)
+    timeline = TimelineRun(lab, plan.points[0].plan().timeline, length, 1, events.append)
     timeline.start(time.time())
     wait_until(lambda: len(events) >= wait_for, timeout=10)
-    return timeline, log, events
+    return timeline, detail, events
 
 
-def test_steps_run_in_time_order_and_undo_after_their_duration():
-    timeline, log, events = run(
+def test_steps_run_in_time_order_and_undo_after_their_duration(tmp_path):
+    timeline, detail, events = run(
+        tmp_path,
         "  - {at: 0.3s, fault: {service: mysql-target, action: kill}, duration: 0.2s}\n"
         "  - {at: 0.1s, partition: {a: [mysql-source], b: [mysql-target], oneway: true}, duration: 0.1s}\n"
         "  - {at: 0ms, shaping: {link: [mysql-source, mysql-target], delay: 20ms}}\n",
         length=5,
         wait_for=5,
     )
-    assert [entry[0] for entry in log] == ["change", "partition", "heal", "inject", "undo"]
+    assert [entry[0] for entry in logged(detail)] == ["change", "partition", "heal", "inject", "undo"]
     timeline.stop()
+    log = logged(detail)
     assert log[-1] == ("restore", [("mysql-source", "mysql-target"), ("mysql-target", "mysql-source")]), (
         "a point leaves the lab as it found it"
     )
@@ -89,22 +90,24 @@ def test_steps_run_in_time_order_and_undo_after_their_duration():
     assert offsets == [0.0, 0.1, 0.2, 0.3, 0.5], "asked at exactly its offset"
 
 
-def test_every_repeats_within_the_window_and_stop_undoes_what_is_in_force():
-    timeline, log, events = run(
+def test_every_repeats_within_the_window_and_stop_undoes_what_is_in_force(tmp_path):
+    timeline, detail, events = run(
+        tmp_path,
         "  - {at: 0s, every: 0.4s, duration: 0.2s, partition: {a: [mysql-source], b: [mysql-target]}}\n"
         "  - {at: 0.9s, shaping: {service: mysql-source, delay: 5ms}, duration: 60s}\n",
         length=1.0,
         wait_for=6,  # partition, heal at 0, 0.2 / 0.4, 0.6 / 0.8 / shaping at 0.9
     )
     timeline.stop()
-    kinds = [entry[0] for entry in log]
+    kinds = [entry[0] for entry in logged(detail)]
     assert kinds == ["partition", "heal", "partition", "heal", "partition", "change", "restore", "heal"], kinds
     assert events[-1]["text"].startswith("undo at the end of the point")
     assert events[-1]["ends_disruption"] is True
 
 
-def test_a_trace_replays_its_rows_then_restores_the_link():
-    timeline, log, events = run(
+def test_a_trace_replays_its_rows_then_restores_the_link(tmp_path):
+    timeline, detail, events = run(
+        tmp_path,
         "  - at: 0s\n"
         "    duration: 0.45s\n"
         "    trace: {link: [mysql-source, mysql-target], loop: true,\n"
@@ -113,6 +116,7 @@ def test_a_trace_replays_its_rows_then_restores_the_link():
         wait_for=7,
     )
     timeline.stop()
+    log = logged(detail)
     changes = [entry for entry in log if entry[0] == "change"]
     assert [c[1][0][2:] if c[1] else c[2] for c in changes[:4]] == [
         (0.01, None),
@@ -127,17 +131,12 @@ def test_a_trace_replays_its_rows_then_restores_the_link():
                         ("delay 10ms", False)]  # fmt: skip
 
 
-def test_a_failing_step_is_an_event_with_its_error():
-    class Refusing(FakeFaults):
-        def inject(self, *args, **kwargs):
-            from laglab.faults import FaultError
-
-            raise FaultError(409, "service: mysql-target is not running (it is exited)")
-
+def test_a_failing_step_is_an_event_with_its_error(tmp_path):
+    """The fault manager's own refusal (the container is not running), as the event's error."""
     plan = load_text("name: t\ntimeline:\n  - {at: 0s, fault: {service: mysql-target, action: stop}}\n")
     events = []
-    lab = SimpleNamespace(shaping=FakeShaping([]), faults=Refusing([]))
-    timeline = TimelineRun(lab, plan.points[0].scenario.timeline, 5, 1, events.append)
+    lab = timeline_lab(tmp_path, [], stopped=("mysql-target",))
+    timeline = TimelineRun(lab, plan.points[0].plan().timeline, 5, 1, events.append)
     timeline.start(time.time())
     wait_until(lambda: events, timeout=5)
     timeline.stop()
@@ -167,7 +166,7 @@ def test_a_timeline_needs_a_load_that_lasts():
     assert str(caught.value).startswith("timeline: needs a load that runs for load.duration")
 
 
-def test_a_new_step_kind_is_one_registered_class(monkeypatch):
+def test_a_new_step_kind_is_one_registered_class(monkeypatch, tmp_path):
     """Issue #22: a step kind was an optional field of Step and a branch in four places of the runner."""
     from typing import ClassVar
 
@@ -190,8 +189,7 @@ def test_a_new_step_kind_is_one_registered_class(monkeypatch):
     step = timeline.step_model().model_validate({"at": "0s", "beep": {"loud": True}})
     assert (step.action, step.kind.describe()) == ("beep", "beep loudly")
     events = []
-    lab = SimpleNamespace(shaping=FakeShaping([]), faults=FakeFaults([]))
-    run = timeline.TimelineRun(lab, [step], 5.0, 7, events.append)
+    run = timeline.TimelineRun(timeline_lab(tmp_path, []), [step], 5.0, 7, events.append)
     [(_, _, number, text, fn)] = run._schedule()
     run._run(number, text, 100.0, fn)
     assert Beep.done == [(7, True)]
