@@ -204,8 +204,9 @@ def test_each_component_states_its_pod_security_level_and_its_pods_keep_to_it(co
     overlay = tmp_path / "overlay"
     overlay.mkdir()
     relative = lambda path: os.path.relpath(path, overlay)  # noqa: E731 - kustomize takes no absolute paths
+    components = [relative(DEPLOY / "components" / c) for c in dict.fromkeys([component, "lab"])]  # lab: last
     (overlay / "kustomization.yaml").write_text(yaml.safe_dump({
-        "resources": [relative(DEPLOY / "base")], "components": [relative(DEPLOY / "components" / component)]}))  # fmt: skip
+        "resources": [relative(DEPLOY / "base")], "components": components}))  # fmt: skip
     docs = render(str(overlay))
     enforced = of_kind(docs, "Namespace")["laglab"]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"]
     assert enforced == level[1]
@@ -216,16 +217,82 @@ def test_each_component_states_its_pod_security_level_and_its_pods_keep_to_it(co
         assert set(broken) == {"DaemonSet/laglab-shaper"}, broken
 
 
+# The kinds an API server keeps outside every namespace, as kustomize's namespace transformer knows them
+# (kubernetes-sigs/kustomize api/resid/gvk.go, notNamespaceableKinds; Kubernetes' docs, "Not all objects
+# are in a namespace"): the ones a manifest of ours could hold.
+CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "PersistentVolume",
+                  "PriorityClass", "RuntimeClass", "StorageClass", "MutatingWebhookConfiguration",
+                  "ValidatingWebhookConfiguration", "CSIDriver", "APIService"}  # fmt: skip
+
+
 @pytest.mark.parametrize("name", KUSTOMIZATIONS)
-def test_every_configmap_a_pod_mounts_is_rendered(name):
-    """kustomize renames its generated ConfigMaps (a hash suffix) and rewrites the references it knows:
-    a reference it missed names a ConfigMap that does not exist in the cluster."""
+def test_every_namespaced_object_is_in_the_labs_namespace(name):
+    """#38.1: an object without a namespace lands in the context's (usually `default`): the shaper then
+    read LAB_NAMESPACE=default and every shaping change timed out. 19 of overlays/everything's 36."""
     docs = render(name)
-    present = set(of_kind(docs, "ConfigMap"))
-    for pod_name, pod in pod_templates(docs).items():
+    outside = [f"{d['kind']}/{d['metadata']['name']}" for d in docs
+               if d["kind"] not in CLUSTER_SCOPED and d["metadata"].get("namespace") != "laglab"]  # fmt: skip
+    assert outside == []
+    assert {d["metadata"]["name"] for d in docs if d["kind"] == "Namespace"} == {"laglab"}
+
+
+@pytest.mark.parametrize("name", KUSTOMIZATIONS)
+def test_every_image_is_pinned_and_the_labs_come_from_one_place(name):
+    """#38.1: the set-up Jobs and the shaper ran `laglab/controller` (docker.io, :latest), which the
+    base's `images:` never reached. Each lab image is as components/lab names it (the one place a
+    registry is set); every other image names its tag."""
+    lab = yaml.safe_load((DEPLOY / "components/lab/kustomization.yaml").read_text())["images"]
+    ours = {i["name"]: f"{i.get('newName', i['name'])}:{i['newTag']}" for i in lab}
+    assert set(ours) == {"laglab/controller", "laglab/loadgen"}
+    for pod_name, pod in pod_templates(render(name)).items():
+        for container in pod.get("initContainers", []) + pod["containers"]:
+            image = container["image"]
+            repository, _, tag = image.rpartition(":") if ":" in image.rsplit("/", 1)[-1] else (image, "", "")
+            assert image in ours.values() or (repository not in ours and tag and tag != "latest"), (pod_name, image)
+
+
+def references(docs: list[dict]) -> list[tuple[str, str, str]]:
+    """Every (kind, name, where) an object of the rendered output refers to by name: what pods mount and
+    read (Secrets, ConfigMaps, claims), run as (ServiceAccounts), and what RoleBindings bind."""
+    out = []
+    for owner, pod in pod_templates(docs).items():
+        out.append(("ServiceAccount", pod.get("serviceAccountName", "default"), owner))
         for volume in pod.get("volumes", []):
-            if "configMap" in volume:
-                assert volume["configMap"]["name"] in present, (pod_name, volume)
+            for key, kind, field in (("configMap", "ConfigMap", "name"), ("secret", "Secret", "secretName"),
+                                     ("persistentVolumeClaim", "PersistentVolumeClaim", "claimName")):  # fmt: skip
+                if key in volume:
+                    out.append((kind, volume[key][field], owner))
+        for container in pod.get("initContainers", []) + pod["containers"]:
+            for source in container.get("envFrom", []):
+                for key, kind in (("secretRef", "Secret"), ("configMapRef", "ConfigMap")):
+                    if key in source:
+                        out.append((kind, source[key]["name"], owner))
+            for variable in container.get("env", []):
+                for key, kind in (("secretKeyRef", "Secret"), ("configMapKeyRef", "ConfigMap")):
+                    if key in variable.get("valueFrom", {}):
+                        out.append((kind, variable["valueFrom"][key]["name"], owner))
+    for binding in (d for d in docs if d["kind"] == "RoleBinding"):
+        owner = f"RoleBinding/{binding['metadata']['name']}"
+        out.append((binding["roleRef"]["kind"], binding["roleRef"]["name"], owner))
+        out += [(s["kind"], s["name"], owner) for s in binding["subjects"] if s["kind"] == "ServiceAccount"]
+    return out
+
+
+@pytest.mark.parametrize("name", KUSTOMIZATIONS)
+def test_every_reference_resolves_in_the_rendered_output(name):
+    """kustomize renames its generated Secret and ConfigMaps (a hash suffix) and rewrites the references
+    it knows of at the level that generated them: the cluster components' StatefulSets named
+    `lab-credentials` while the Secret was `lab-credentials-<hash>` (the kubelet: CreateContainerConfigError).
+    A claim may come from the StatefulSet's own volumeClaimTemplates; `default` is every namespace's."""
+    docs = render(name)
+    present = {(d["kind"], d["metadata"]["name"]) for d in docs} | {("ServiceAccount", "default")}
+    for d in docs:
+        if d["kind"] == "StatefulSet":
+            present |= {
+                ("PersistentVolumeClaim", t["metadata"]["name"]) for t in d["spec"].get("volumeClaimTemplates", [])
+            }
+    missing = [ref for ref in references(docs) if ref[:2] not in present]
+    assert missing == []
 
 
 def test_the_clusters_are_compose_profiles_services_and_the_apparatus_is_never_shaped():
