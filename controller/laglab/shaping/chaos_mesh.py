@@ -22,7 +22,7 @@ import zlib
 
 from ..deadline import poll
 from ..errors import Kind
-from .impairment import Impairment, format_rate
+from .impairment import Impairment
 from .params import Direction, Request, ShapingError
 
 API_VERSION = "chaos-mesh.org/v1alpha1"
@@ -85,9 +85,9 @@ def netem_fields(s: Impairment) -> dict:
     correlation = percent(s.correlation)
     out: dict = {}
     if s.delay or s.jitter or s.reorder:
-        delay: dict = {"latency": duration(s.delay), "correlation": correlation}
-        if s.jitter:
-            delay["jitter"] = duration(s.jitter)
+        # jitter written even when 0: Chaos Mesh's mutating webhook stores "0ms" for an empty one, and a
+        # spec that differs from the stored one is deleted and created again at every converge.
+        delay: dict = {"latency": duration(s.delay), "jitter": duration(s.jitter), "correlation": correlation}
         if s.reorder:
             delay["reorder"] = {"reorder": percent(s.reorder), "correlation": correlation, "gap": s.gap}
         out["delay"] = delay
@@ -98,8 +98,19 @@ def netem_fields(s: Impairment) -> dict:
     if s.corrupt:
         out["corrupt"] = {"corrupt": percent(s.corrupt), "correlation": correlation}
     if s.rate:
-        out["rate"] = {"rate": format_rate(s.rate)}
+        out["rate"] = {"rate": whole_rate(s.rate)}
     return out
+
+
+def whole_rate(bits: float) -> str:
+    """A rate as Chaos Mesh's webhook admits it: a whole number and a unit (isValidRateUnit reads the
+    number with ParseUint, so `1.5mbit` from a search or a trace is refused): the largest of gbit, mbit
+    and kbit that divides the rate rounded to a whole bit/s, else bits (`1500kbit`, `1234567bit`)."""
+    whole = max(1, round(bits))
+    for unit, size in (("gbit", 10**9), ("mbit", 10**6), ("kbit", 10**3)):
+        if whole % size == 0:
+            return f"{whole // size}{unit}"
+    return f"{whole}bit"
 
 
 def network_chaos(namespace: str, service: str, request: Request, never: frozenset[str] = frozenset()) -> dict:

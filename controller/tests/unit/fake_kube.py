@@ -7,7 +7,9 @@ controller's Kubernetes platform and Chaos Mesh backend call, answering as the r
   error channel's Status: `Success`, or `Failure` / `NonZeroExitCode` with the code as an `ExitCode`
   cause (what the kubelet's exec sends), then a close frame.
 - NetworkChaos and PodChaos: create (409 AlreadyExists for a taken name), get, list by label
-  selector, delete. Chaos Mesh's webhook refuses any change of a spec (403, its message); its
+  selector, delete. A NetworkChaos is admitted as the API server and Chaos Mesh's webhooks admit it
+  (chaos_mesh_admission.py, from their source: stored with their defaults, or 403 with the denial:
+  `1.5mbit`); Chaos Mesh's webhook refuses any change of a spec (403, its message); its
   controller adds the `chaos-mesh/records` finalizer and moves the status on as time passes: after
   `inject_after` seconds Selected and AllInjected, a container record per selected pod with phase
   Injected. A pod on a node listed in `no_netem` is not injected: its record stays "Not Injected",
@@ -40,6 +42,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
+
+from . import chaos_mesh_admission as admission
 
 GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 NETEM_MISSING = (
@@ -444,6 +448,10 @@ class FakeKube:
             name = new["metadata"]["name"]
             if name in objects:
                 return 409, status(409, "AlreadyExists", f'{word} "{name}" already exists')
+            if kind == "networkchaos":  # the schema's default, the mutating webhook, the validating one
+                new, denied = admission.admit(new)
+                if denied:
+                    return 403, status(403, "Forbidden", denied)
             new["metadata"].update(uid=f"chaos-uid-{next(self._uids)}", finalizers=["chaos-mesh/records"],
                                    creationTimestamp="2026-11-26T00:00:00Z")  # fmt: skip
             new["status"], new["_created"] = {}, time.monotonic()

@@ -523,3 +523,40 @@ def test_a_tools_container_that_never_runs_and_a_body_the_api_refuses(kube, plat
         PlatformError, match=r"laglab-tools in pod mysql-source-0 not running after 0.3s \(ContainerCreating\)"
     ):
         platform.tools("mysql-source")
+
+
+def test_a_fractional_rate_is_created_whole_as_chaos_meshs_webhook_admits_it(kube, shaping):
+    """#38.3: isValidRateUnit (ParseUint) refused `1.5mbit`, which a search, a trace or the API asks:
+    the fake API plays the validating webhook (chaos_mesh_admission.py), so `1.5mbit` is a 403 there."""
+    shaping.put("mysql-source", parse_request({"rate": "1.5mbit", "peer": "mysql-target"}))
+    shaping.put("mysql-target", parse_request({"rate": "1234.5678kbit", "peer": "mysql-source"}))
+    specs = {name: obj["spec"]["rate"]["rate"] for name, obj in kube.objects().items()}
+    assert specs == {
+        "laglab-mysql-source-to-mysql-target": "1500kbit",
+        "laglab-mysql-target-to-mysql-source": "1234568bit",
+    }
+    denied = platform_of(shaping).api
+    with pytest.raises(Exception, match=r'denied the request: spec\.rate\.rate: Invalid value: "1\.5mbit"') as caught:
+        denied.request("POST", CHAOS, body={"apiVersion": "chaos-mesh.org/v1alpha1", "kind": "NetworkChaos",
+                                            "metadata": {"name": "y", "namespace": NS},
+                                            "spec": {"action": "netem", "rate": {"rate": "1.5mbit"}}})  # fmt: skip
+    assert caught.value.status == 403
+
+
+def test_what_the_webhooks_default_is_no_change_at_the_next_start(kube, platform, tmp_path):
+    """#38.3: the mutating webhook stores a jitter-less delay with jitter 0ms: the controller's forced
+    converge (every start, every rollback) saw a changed spec and deleted and re-created every delay,
+    the link unshaped meanwhile. A new controller over the same objects leaves them alone."""
+    first = ShapingManager(platform, Executor(dry_run=True), ChaosMeshBackend(timeout=5, interval=0.05),
+                           tmp_path / "shaping.json")  # fmt: skip
+    first.put("mysql-source", parse_request({"delay": "90ms", "loss": "1%", "peer": "mysql-target"}))
+    stored = kube.objects()["laglab-mysql-source-to-mysql-target"]["spec"]
+    assert stored["delay"]["jitter"] == "0ms" and stored["delay"]["correlation"] == "0"
+    first.stop(clear_kernel=False)
+    before = len(kube.requests)
+    again = ShapingManager(platform, Executor(dry_run=True), ChaosMeshBackend(timeout=5, interval=0.05),
+                           tmp_path / "shaping.json")  # fmt: skip
+    again.load()
+    again.apply(force=True)  # as at a start: what the cluster holds against the desired state
+    assert [(m, p) for m, p, _q, _b in kube.requests[before:] if m in ("POST", "DELETE", "PUT")] == []
+    again.stop(clear_kernel=False)
