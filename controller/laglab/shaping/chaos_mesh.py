@@ -102,6 +102,26 @@ def netem_fields(s: Impairment) -> dict:
     return out
 
 
+# Failed applies in a row on one pod before a change fails: Chaos Mesh retries a failed apply itself
+# (controllers/common/records/controller.go: a Failed Apply event in the container record, an event of
+# reason Failed, and a requeue), so one failure is a chaos-daemon restarting, not an answer; the same
+# failure three times over (a node without sch_netem) is. An event of reason Failed alone proves
+# nothing: the condition controller uses it for an update conflict too.
+FAILED_APPLIES = 3
+
+
+def apply_failures(obj: dict) -> list[str]:
+    """The longest run of failed applies ending a container record's events (its messages, in order)."""
+    worst: list[str] = []
+    for record in ((obj.get("status") or {}).get("experiment") or {}).get("containerRecords") or []:
+        run: list[str] = []
+        for event in record.get("events") or []:
+            if event.get("operation") == "Apply":
+                run = [*run, event.get("message", "")] if event.get("type") == "Failed" else []
+        worst = max(worst, run, key=len)
+    return worst
+
+
 def whole_rate(bits: float) -> str:
     """A rate as Chaos Mesh's webhook admits it: a whole number and a unit (isValidRateUnit reads the
     number with ParseUint, so `1.5mbit` from a search or a trace is refused): the largest of gbit, mbit
@@ -273,10 +293,10 @@ class ChaosMeshBackend:
                 made = self.api.request("POST", self.api.chaos_path(self.namespace, "networkchaos"), body=body)
             except Exception as error:
                 raise PlatformError(f"NetworkChaos {name}: {getattr(error, 'message', error)}") from None
-            created.append((name, (made.get("metadata") or {}).get("uid", "")))
+            created.append(name)
             held[name] = body
-        for name, uid in created:
-            self._wait_injected(name, uid)
+        for name in created:
+            self._wait_injected(name)
         return Applied(pid, plan, state=held)
 
     def _owned(self, service: str) -> list[dict]:
@@ -307,7 +327,7 @@ class ChaosMeshBackend:
             raise PlatformError(f"NetworkChaos {name}: deleting it: {error.message}") from None
         raise PlatformError(f"NetworkChaos {name}: not recovered within {self.timeout:g}s (it is still there)")
 
-    def _wait_injected(self, name: str, uid: str) -> None:
+    def _wait_injected(self, name: str) -> None:
         from ..platforms import PlatformError
         from ..platforms.kube_api import KubeError
 
@@ -321,13 +341,11 @@ class ChaosMeshBackend:
                 raise PlatformError(f"NetworkChaos {name}: {error.message}") from None
             if injected(last["current"]):
                 return True
-            failed = [
-                e.get("message", "")
-                for e in self.api.events(name, "NetworkChaos")
-                if e.get("reason") == "Failed" and (e.get("involvedObject") or {}).get("uid") in (uid, None, "")
-            ]
-            if failed:
-                raise PlatformError(f"NetworkChaos {name}: Chaos Mesh failed to inject it: {failed[-1]}")
+            failures = apply_failures(last["current"])
+            if len(failures) >= FAILED_APPLIES:
+                raise PlatformError(
+                    f"NetworkChaos {name}: Chaos Mesh failed to inject it ({len(failures)} tries): {failures[-1]}"
+                )
             return False
 
         poll(injected_now, self.timeout, self.interval, timed_out=lambda: PlatformError(

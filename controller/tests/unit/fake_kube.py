@@ -12,9 +12,12 @@ controller's Kubernetes platform and Chaos Mesh backend call, answering as the r
   `1.5mbit`); Chaos Mesh's webhook refuses any change of a spec (403, its message); its
   controller adds the `chaos-mesh/records` finalizer and moves the status on as time passes: after
   `inject_after` seconds Selected and AllInjected, a container record per selected pod with phase
-  Injected. A pod on a node listed in `no_netem` is not injected: its record stays "Not Injected",
-  AllInjected stays False, and an event of reason Failed says why (chaos-daemon's words when sch_netem
-  is missing). A deleted object keeps its deletionTimestamp until `recover_after` seconds have
+  Injected and an Apply event. A failed apply is retried every `retry_every` seconds, as Chaos Mesh
+  requeues it (records/controller.go): each failure a Failed Apply event in the record and an event of
+  reason Failed. A pod on a node listed in `no_netem` fails every time (chaos-daemon's words when
+  sch_netem is missing); one in `flaky` fails that many times (chaos-daemon unreachable), then is
+  injected; `status_conflicts` adds the condition controller's "Failed to update conditions" event
+  (also reason Failed) to each injection. A deleted object keeps its deletionTimestamp until `recover_after` seconds have
   passed (AllRecovered), then is gone.
 - Events: list by field selector on the involved object's name and kind.
 - Ephemeral containers: PATCH of a pod's `ephemeralcontainers` subresource as a strategic merge patch
@@ -109,6 +112,9 @@ class FakeKube:
         self._ephemeral_at: dict[tuple[str, str], float] = {}  # (pod, container) -> when added
         self.content_type = ""  # of the request being answered
         self.no_netem: set[str] = set()  # nodes whose kernel lacks sch_netem
+        self.flaky: dict[str, int] = {}  # pod -> applies that fail before one succeeds (chaos-daemon restarting)
+        self.status_conflicts = False  # the condition controller's "Failed to update conditions" on each inject
+        self.retry_every = 0.02  # Chaos Mesh requeues a failed apply (records/controller.go: needRetry)
         self.chaos_mesh_installed = True  # False: its CRDs are not in the cluster (404 as for any unknown path)
         self.restart_after = 0.3  # a killed container is ready again this long after the kill
         self.down_until: dict[str, float] = {}  # pod -> when it is ready again (PodChaos)
@@ -179,6 +185,9 @@ class FakeKube:
                     continue
                 if now - obj["_created"] >= self.inject_after and not obj["status"].get("experiment"):
                     self._inject(kind, obj)
+                elif obj["status"].get("experiment") and now - obj["_tried"] >= self.retry_every:
+                    if any(r["phase"] != "Injected" for r in obj["status"]["experiment"]["containerRecords"]):
+                        self._apply(kind, obj)
 
         for name, target in self.pods.items():
             ready = now >= self.down_until.get(name, 0.0)
@@ -193,27 +202,57 @@ class FakeKube:
         return [p for p in self.pods.values() if selects(selector, p["metadata"]["labels"])]
 
     def _inject(self, kind: str, obj: dict) -> None:
-        records, failed = [], []
-        for target in self._selected(obj):
-            broken = kind == "networkchaos" and target["spec"]["nodeName"] in self.no_netem
-            records.append({"id": f"{self.namespace}/{target['metadata']['name']}", "selectorKey": ".",
-                            "phase": "Not Injected" if broken else "Injected",
-                            "injectedCount": 0 if broken else 1, "recoveredCount": 0})  # fmt: skip
-            if broken:
-                failed.append(target["metadata"]["name"])
+        """Chaos Mesh's records controller, first pass: a container record per selected pod, each apply
+        recorded in the record's events (Succeeded or Failed, operation Apply) and a failed one as an
+        event of reason Failed ("Failed to apply chaos: ..."); _advance retries the failed ones."""
+        records = [{"id": f"{self.namespace}/{target['metadata']['name']}", "selectorKey": ".", "phase": "Not Injected",
+                    "injectedCount": 0, "recoveredCount": 0, "events": []} for target in self._selected(obj)]  # fmt: skip
         obj["status"]["experiment"] = {"containerRecords": records, "desiredPhase": "Run"}
+        self._apply(kind, obj)
         if kind == "podchaos":  # the kubelet's view: not ready while failed, or until a killed one restarted
             until = float("inf") if obj["spec"]["action"] == "pod-failure" else time.monotonic() + self.restart_after
             for target in self._selected(obj):
                 self.down_until[target["metadata"]["name"]] = until
+        if self.status_conflicts:  # condition/controller.go: an update conflict, also with reason Failed
+            self._event(obj, "Normal", "Failed to update conditions: Operation cannot be fulfilled on "
+                        f'{kind}.chaos-mesh.org "{obj["metadata"]["name"]}": the object has been modified; please '
+                        "apply your changes to the latest version and try again")  # fmt: skip
+
+    def _apply(self, kind: str, obj: dict) -> None:
+        """One apply of every record not yet injected (records/controller.go: a failure is a record event,
+        an event, and a retry later)."""
+        obj["_tried"] = time.monotonic()
+        for record in obj["status"]["experiment"]["containerRecords"]:
+            if record["phase"] == "Injected":
+                continue
+            name = record["id"].split("/", 1)[1]
+            target = self.pods.get(name)
+            if kind == "networkchaos" and target is not None and target["spec"]["nodeName"] in self.no_netem:
+                error = f"{NETEM_MISSING.removeprefix('Failed to apply chaos: ')} (pod {name})"
+            elif self.flaky.get(name):
+                self.flaky[name] -= 1
+                error = (
+                    'rpc error: code = Unavailable desc = connection error: desc = "transport: Error while '
+                    f'dialing: dial tcp 10.0.0.9:31767: connect: connection refused" (pod {name})'
+                )
+            else:
+                error = None
+            stamp = "2026-11-26T00:00:02Z"
+            if error is None:
+                record.update(phase="Injected", injectedCount=record["injectedCount"] + 1)
+                record["events"].append({"type": "Succeeded", "operation": "Apply", "timestamp": stamp})
+            else:
+                record["events"].append({"type": "Failed", "operation": "Apply", "message": error, "timestamp": stamp})
+                self._event(obj, "Warning", f"Failed to apply chaos: {error}")
         obj["status"]["conditions"] = self._conditions(obj, recovered=False)
-        for name in failed:
-            self.events.append({
-                "metadata": {"name": f"{obj['metadata']['name']}.{next(self._uids)}", "namespace": self.namespace},
-                "involvedObject": {"kind": obj["kind"], "name": obj["metadata"]["name"], "uid": obj["metadata"]["uid"],
-                                   "namespace": self.namespace},
-                "reason": "Failed", "type": "Warning", "message": f"{NETEM_MISSING} (pod {name})",
-            })  # fmt: skip
+
+    def _event(self, obj: dict, kind: str, message: str) -> None:
+        self.events.append({
+            "metadata": {"name": f"{obj['metadata']['name']}.{next(self._uids)}", "namespace": self.namespace},
+            "involvedObject": {"kind": obj["kind"], "name": obj["metadata"]["name"], "uid": obj["metadata"]["uid"],
+                               "namespace": self.namespace},
+            "reason": "Failed", "type": kind, "message": message,
+        })  # fmt: skip
 
     @staticmethod
     def _conditions(obj: dict, recovered: bool) -> list[dict]:
