@@ -102,6 +102,12 @@ class FaultManager:
         if duration is not None:
             if spec.undo is None:
                 raise FaultError(Kind.INVALID, f"duration: {action} cannot be undone; leave duration out")
+            if action == "kill" and getattr(self.platform, "restarts_killed", False):
+                raise FaultError(Kind.INVALID, (
+                    f"duration: on {self.platform.name} a killed container is started again at once (the kubelet), "
+                    f"so a kill cannot last {duration:g}s: `stop` with this duration holds {service} down "
+                    "(Chaos Mesh's pod-failure); `kill` without one is the crash"
+                ))  # fmt: skip
             if not 0 <= duration <= MAX_DURATION:  # 0: undone as soon as it took effect (a blip)
                 raise FaultError(Kind.INVALID, f"duration: {duration:g}s is out of range (up to {MAX_DURATION:g}s)")
         lasting = duration is not None or spec.disrupts

@@ -83,6 +83,9 @@ class Execution(Protocol):
 class Platform(Protocol):
     name: str
     project: str
+    # A killed container is started again by the platform itself at once (Kubernetes' kubelet): a kill
+    # cannot last a duration there (a stop can).
+    restarts_killed: bool
 
     # --- the lab's services ---
     def list(self, max_age: float = 0.0) -> dict[str, LabContainer]:

@@ -24,6 +24,7 @@ SHAPED_LABEL = "laglab.shaped"  # "never": the measuring apparatus and set-up jo
 
 class DockerPlatform:
     name = "docker"
+    restarts_killed = False  # a killed container stays down until started
 
     def __init__(self, project: str, client=None, proc: str = "/proc", socket_path: str | None = None):
         self.project = project

@@ -43,6 +43,7 @@ def service_of(pod: dict) -> str | None:
 
 class KubernetesPlatform:
     name = "kubernetes"
+    restarts_killed = True  # the kubelet restarts a killed container at once
 
     def __init__(self, api: KubeApi, owner: dict | None = None):
         self.api = api
@@ -240,7 +241,7 @@ class KubernetesPlatform:
         if self.chaos.get(service, "stop") is not None:
             return ServiceState(False, False, "stopped (PodChaos pod-failure)")
         status = pod.get("status") or {}
-        return ServiceState(_running(pod), False, str(status.get("phase") or "").lower())
+        return ServiceState(_ready(pod), False, str(status.get("phase") or "").lower())
 
     def act(self, service: str, action: str) -> None:
         self.chaos.act(service, action, pod=lambda: self._pod(service))
@@ -260,13 +261,18 @@ def _own_pod(environ) -> dict | None:
 
 
 def _running(pod: dict) -> bool:
-    """Running and ready: what a lab service being up means (a killed container is down until its
+    """The pod runs (phase Running): it has its network namespace, which holds its shaping whatever its
+    readiness says. Readiness is a probe's opinion of the service: mysql-target's fails once its IO
+    thread stops (a partition, a crash's catch-up), and a service listed as not running lost its
+    NetworkChaos objects, the 100 % loss a partition is made of among them (#38.2)."""
+    return (pod.get("status") or {}).get("phase") == "Running"
+
+
+def _ready(pod: dict) -> bool:
+    """Running and ready: the service is up (a fault's kill is over once the restarted container's
     readiness probe passes again)."""
-    status = pod.get("status") or {}
-    if status.get("phase") != "Running":
-        return False
-    ready = [c for c in status.get("conditions") or [] if c.get("type") == "Ready"]
-    return bool(ready) and ready[0].get("status") == "True"
+    ready = [c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"]
+    return _running(pod) and bool(ready) and ready[0].get("status") == "True"
 
 
 def _in_dir(argv: list[str], workdir: str | None) -> list[str]:

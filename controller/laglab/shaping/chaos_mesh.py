@@ -290,7 +290,7 @@ class ChaosMeshBackend:
             if name in held:
                 continue
             try:
-                made = self.api.request("POST", self.api.chaos_path(self.namespace, "networkchaos"), body=body)
+                self.api.request("POST", self.api.chaos_path(self.namespace, "networkchaos"), body=body)
             except Exception as error:
                 raise PlatformError(f"NetworkChaos {name}: {getattr(error, 'message', error)}") from None
             created.append(name)

@@ -20,6 +20,8 @@ controller's Kubernetes platform and Chaos Mesh backend call, answering as the r
   (also reason Failed) to each injection. A deleted object keeps its deletionTimestamp until `recover_after` seconds have
   passed (AllRecovered), then is gone.
 - Events: list by field selector on the involved object's name and kind.
+- The kubelet's readiness: a pod in `not_ready` (its probe failing, its containers running) stays in
+  phase Running with condition Ready False.
 - Ephemeral containers: PATCH of a pod's `ephemeralcontainers` subresource as a strategic merge patch
   (415 for another body type, as the API server), merged by name; changing one that exists is 422
   (they may not be changed). The kubelet's side: its status waits (ContainerCreating) for
@@ -112,6 +114,7 @@ class FakeKube:
         self._ephemeral_at: dict[tuple[str, str], float] = {}  # (pod, container) -> when added
         self.content_type = ""  # of the request being answered
         self.no_netem: set[str] = set()  # nodes whose kernel lacks sch_netem
+        self.not_ready: set[str] = set()  # pods whose readiness probe fails, their containers running
         self.flaky: dict[str, int] = {}  # pod -> applies that fail before one succeeds (chaos-daemon restarting)
         self.status_conflicts = False  # the condition controller's "Failed to update conditions" on each inject
         self.retry_every = 0.02  # Chaos Mesh requeues a failed apply (records/controller.go: needRetry)
@@ -190,7 +193,7 @@ class FakeKube:
                         self._apply(kind, obj)
 
         for name, target in self.pods.items():
-            ready = now >= self.down_until.get(name, 0.0)
+            ready = now >= self.down_until.get(name, 0.0) and name not in self.not_ready
             target["status"]["conditions"] = [{"type": "Ready", "status": "True" if ready else "False"}]
             self._kubelet(name, target)
 

@@ -133,6 +133,7 @@ class FakePlatform:
     it). `ran` records (service, argv, workdir); `files` what put_files wrote, by full path."""
 
     name = "fake"
+    restarts_killed = False
 
     def __init__(self, lab=None, execs=None, bridge=None, project="laglab"):
         from laglab.platforms import Bridge

@@ -13,7 +13,7 @@ import pytest
 
 from laglab.app import create_app
 from laglab.config import ConfigError
-from laglab.errors import Kind
+from laglab.errors import Kind, status_of
 from laglab.executor import Executor
 from laglab.faults import FaultManager
 from laglab.faults.base import FaultError
@@ -27,6 +27,7 @@ from laglab.shaping.manager import ShapingManager
 from laglab.shaping.params import ShapingError, parse_request
 
 from ..conftest import authorized
+from ..polling import wait_until
 from .fake_kube import FakeKube
 
 NS = "laglab"
@@ -80,9 +81,10 @@ def test_services_are_the_namespace_pods_by_name_label(kube, platform):
         platform.bridge()
 
 
-def test_a_pod_not_ready_or_deleted_is_not_running(kube, platform):
+def test_a_pod_not_ready_is_down_for_faults_but_runs_and_a_deleted_one_is_gone(kube, platform):
     kube.add_pod("mysql-target-0", "mysql-target", "node-b", "10.0.2.10", ready=False)
-    assert not platform.list()["mysql-target"].running
+    assert platform.list()["mysql-target"].running  # its containers run: shaped, entered by exec
+    assert not platform.state("mysql-target").running  # the service is not up (a fault's end waits)
     kube.remove_pod("mysql-target-0")
     assert "mysql-target" not in platform.list()
     with pytest.raises(PlatformError, match="mysql-target not running"):
@@ -257,6 +259,10 @@ def test_faults_are_podchaos_objects(kube, platform):
     }  # fmt: skip
     with pytest.raises(FaultError, match="pause has no Chaos Mesh equivalent"):
         faults.inject("mysql-source", "pause")
+    # #38.2: the kubelet restarts a killed container at once, so "started again after 20 s" cannot hold
+    with pytest.raises(FaultError, match=r"a kill cannot last 20s: `stop` with this duration holds mysql-source") as no:
+        faults.inject("mysql-source", "kill", duration=20)
+    assert status_of(no.value) == 422 and "laglab-mysql-source-kill" not in kube.objects("podchaos")
 
 
 def test_choosing_the_platform_and_backend():
@@ -577,3 +583,19 @@ def test_a_failed_apply_that_chaos_mesh_retries_is_no_failure(kube, shaping):
     assert [(e["type"], e["operation"]) for e in record["events"]] == [("Failed", "Apply"), ("Succeeded", "Apply")]
     assert len([e for e in kube.events if e["reason"] == "Failed"]) == 2  # the apply's and the conflict's
     assert shaping.desired.entries  # in force, not rolled back
+
+
+def test_a_pod_whose_readiness_fails_keeps_its_shaping(kube, shaping, platform):
+    """#38.2: mysql-target's probe fails once its IO thread stops (a partition past replica_net_timeout,
+    a crash's catch-up): listed as not running, it lost its NetworkChaos objects at the next converge,
+    the 100 % loss a partition is made of among them, and the partition healed itself. A pod whose
+    containers run keeps its network namespace and its shaping; only a fault's end waits for Ready."""
+    shaping.partition(["mysql-source"], ["mysql-target"])
+    held = set(kube.objects())
+    assert held
+    kube.not_ready.add("mysql-target-0")
+    wait_until(lambda: not platform.state("mysql-target").running, 5)  # the service is down for faults
+    before = len(kube.requests)
+    shaping.apply(force=True)  # what the supervisor does when a pod changes, and every start
+    assert [(m, p) for m, p, _q, _b in kube.requests[before:] if m in ("POST", "DELETE", "PUT")] == []
+    assert set(kube.objects()) == held and platform.list()["mysql-target"].running
