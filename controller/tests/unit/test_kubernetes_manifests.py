@@ -314,3 +314,30 @@ def test_the_clusters_are_compose_profiles_services_and_the_apparatus_is_never_s
         assert template["spec"]["containers"][0]["command"][:3] == ["python", "-m", "laglab"]
     prometheus = of_kind(docs, "Deployment")["prometheus"]["spec"]["template"]
     assert prometheus["metadata"]["labels"]["laglab.shaped"] == "never"
+
+
+def test_group_replication_members_on_other_nodes_are_allowed(tmp_path):
+    """#38.6: XCom's AUTOMATIC allowlist admits each interface's own subnet (MySQL's manual,
+    group_replication_ip_allowlist); a pod's subnet is its node's, and the anti-affinity puts members
+    on different nodes. Every member runs start.sh (run here, with a stand-in docker-entrypoint.sh that
+    prints what mysqld would get) with an allowlist covering the pod networks of kind (10.244.0.0/16),
+    k3s (10.42.0.0/16), Calico (192.168.0.0/16) and CGNAT ranges (100.64.0.0/10)."""
+    import ipaddress
+
+    sets = {n: s for n, s in of_kind(render("overlays/everything"), "StatefulSet").items() if n.startswith("gr-node")}
+    assert len(sets) == 3
+    entry = tmp_path / "docker-entrypoint.sh"
+    entry.write_text('#!/bin/sh\nprintf "%s\\n" "$@"\n')
+    entry.chmod(0o755)
+    for name, made in sets.items():
+        env = {e["name"]: e["value"] for e in made["spec"]["template"]["spec"]["containers"][0]["env"] if "value" in e}
+        allowed = [ipaddress.ip_network(n) for n in env["GR_IP_ALLOWLIST"].split(",")]
+        for pod_ip in ("10.244.1.7", "10.42.2.9", "192.168.33.4", "100.64.3.2"):
+            assert any(ipaddress.ip_address(pod_ip) in net for net in allowed), (name, pod_ip)
+        done = subprocess.run(["sh", str(DEPLOY / "components/group-replication/config/start.sh")], capture_output=True,
+                              text=True, env={**env, "PATH": f"{tmp_path}:/usr/bin:/bin"}, check=False)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert f"--loose-group-replication-ip-allowlist={env['GR_IP_ALLOWLIST']}" in done.stdout.splitlines()
+    done = subprocess.run(["sh", str(ROOT / "config/group-replication/start.sh")], capture_output=True, text=True,
+                          env={"GR_NODE": "1", "GR_GROUP_NAME": "x", "PATH": f"{tmp_path}:/usr/bin:/bin"}, check=False)  # fmt: skip
+    assert done.returncode == 0 and "allowlist" not in done.stdout  # compose: AUTOMATIC, one network
