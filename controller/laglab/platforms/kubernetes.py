@@ -17,6 +17,7 @@ import logging
 import re
 import time
 
+from ..deadline import poll
 from .base import LabContainer, PlatformError, ServiceState, running_of
 from .kube_api import ExecResult, KubeApi, KubeError
 from .pod_chaos import PodChaos
@@ -188,8 +189,9 @@ class KubernetesPlatform:
                                  content_type="application/strategic-merge-patch+json")  # fmt: skip
             except KubeError as error:
                 raise PlatformError(f"throughput: adding {self.TOOLS} to pod {name}: {error.message}") from None
-        deadline = time.monotonic() + self.TOOLS_TIMEOUT
-        while True:
+        waiting: dict = {}
+
+        def running() -> str | None:
             try:
                 current = self.api.request("GET", self.api.pods_path(name))
             except KubeError as error:
@@ -198,7 +200,8 @@ class KubernetesPlatform:
             state = next((s.get("state") or {} for s in statuses if s.get("name") == self.TOOLS), {})
             if "running" in state:
                 return self.TOOLS
-            waiting = state.get("waiting") or {}
+            waiting.clear()
+            waiting.update(state.get("waiting") or {})
             if waiting.get("reason") in (
                 "ErrImagePull",
                 "ImagePullBackOff",
@@ -211,12 +214,12 @@ class KubernetesPlatform:
                 ended = state["terminated"]
                 raise PlatformError(f"throughput: {self.TOOLS} in pod {name} ended: {ended.get('reason', '')} "
                                     f"(exit {ended.get('exitCode')})")  # fmt: skip
-            if time.monotonic() > deadline:
-                raise PlatformError(
-                    f"throughput: {self.TOOLS} in pod {name} not running after {self.TOOLS_TIMEOUT:g}s"
-                    + (f" ({waiting.get('reason')})" if waiting.get("reason") else "")
-                )
-            time.sleep(self.TOOLS_POLL)
+            return None
+
+        return poll(running, self.TOOLS_TIMEOUT, self.TOOLS_POLL, timed_out=lambda: PlatformError(
+            f"throughput: {self.TOOLS} in pod {name} not running after {self.TOOLS_TIMEOUT:g}s"
+            + (f" ({waiting.get('reason')})" if waiting.get("reason") else "")
+        ))  # fmt: skip
 
     def read_file(self, service: str, path: str) -> bytes:
         code, out = self.exec(service, ["cat", "--", path])

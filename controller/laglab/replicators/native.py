@@ -28,7 +28,7 @@ from ..db import (
     server_dialect,
     wait_executed,
 )
-from ..deadline import poll
+from ..deadline import TimedOut, poll
 from . import handover
 from .base import Parts, ReplicatorPlan, Sleep, SourceToTarget
 
@@ -240,22 +240,32 @@ def semi_sync_state(src, dialect: Dialect, wait_for_clients: bool = False) -> di
     if plugin and not _plugin_active(src, plugin):
         return {"enabled": False, "active": False, "clients": 0, "timeout_ms": None}
     status = prefix.capitalize()
-    deadline = time.monotonic() + (30 if wait_for_clients else 0)
-    while True:
+
+    def read() -> dict:
         with src.cursor() as cur:
             cur.execute(f"SELECT @@GLOBAL.{prefix}_enabled AS enabled, @@GLOBAL.{prefix}_timeout AS timeout_ms")
             row = cur.fetchone()
             cur.execute("SHOW GLOBAL STATUS WHERE Variable_name IN (%s, %s)", (f"{status}_status", f"{status}_clients"))
             values = {r["Variable_name"]: r["Value"] for r in cur.fetchall()}
-        state = {
+        return {
             "enabled": bool(int(row["enabled"])),
             "active": values.get(f"{status}_status") == "ON",
             "clients": int(values.get(f"{status}_clients") or 0),
             "timeout_ms": int(row["timeout_ms"]),
         }
-        if state["clients"] or time.monotonic() > deadline:
-            return state
-        time.sleep(0.2)
+
+    if not wait_for_clients:
+        return read()
+    last: dict = {}
+
+    def with_clients() -> dict | None:
+        last["state"] = read()
+        return last["state"] if last["state"]["clients"] else None
+
+    try:  # a replica's semi-sync connection takes a moment; after 30 s, the state as it is
+        return poll(with_clients, 30, 0.2)
+    except TimedOut:
+        return last["state"]
 
 
 def semi_sync_command(settings, environ, on: bool) -> int:

@@ -122,6 +122,14 @@ def apply_failures(obj: dict) -> list[str]:
     return worst
 
 
+def unknown_fields(dropped: list[str]) -> str:
+    """Why the cluster's NetworkChaos lacks fields laglab sends: its Chaos Mesh is older than them."""
+    since = {"rate": "2.7.0"}  # api/v1alpha1/podnetworkchaos_types.go: TcParameter.Rate, new in v2.7.0
+    needs = sorted({since[f] for f in dropped if f in since}) or ["a newer release"]
+    return (f"this cluster's Chaos Mesh does not know NetworkChaos spec.{dropped[0]} (the API server dropped it); "
+            f"it needs Chaos Mesh {needs[-1]} or later: upgrade it, or shape without it")  # fmt: skip
+
+
 def whole_rate(bits: float) -> str:
     """A rate as Chaos Mesh's webhook admits it: a whole number and a unit (isValidRateUnit reads the
     number with ParseUint, so `1.5mbit` from a search or a trace is refused): the largest of gbit, mbit
@@ -290,9 +298,13 @@ class ChaosMeshBackend:
             if name in held:
                 continue
             try:
-                self.api.request("POST", self.api.chaos_path(self.namespace, "networkchaos"), body=body)
+                made = self.api.request("POST", self.api.chaos_path(self.namespace, "networkchaos"), body=body)
             except Exception as error:
                 raise PlatformError(f"NetworkChaos {name}: {getattr(error, 'message', error)}") from None
+            dropped = sorted(set(body["spec"]) - set((made or {}).get("spec") or {}))
+            if dropped:  # the API server prunes what the installed CRD does not know, with only a warning
+                self._delete(name)
+                raise PlatformError(f"{', '.join(dropped)}: {unknown_fields(dropped)}")
             created.append(name)
             held[name] = body
         for name in created:

@@ -9,8 +9,8 @@ fails the change naming the node (and the manager rolls it back, which is a new 
 from __future__ import annotations
 
 import json
-import time
 
+from ..deadline import poll
 from ..errors import Kind
 from .params import ShapingError
 
@@ -87,9 +87,9 @@ class DaemonSetBackend:
         from ..platforms import PlatformError
         from .node_wire import configmap, status_name
 
-        deadline = time.monotonic() + self.timeout
         waiting = self._nodes()
-        while waiting:
+
+        def answered() -> bool:
             for node in list(waiting):
                 found = configmap(self.platform.api, status_name(node))
                 status = json.loads((found or {}).get("data", {}).get("status.json") or "{}")
@@ -98,13 +98,13 @@ class DaemonSetBackend:
                     if status.get("error"):
                         raise PlatformError(f"the shaper on node {node}: {status['error']}")
                     waiting.remove(node)
-            if waiting and time.monotonic() > deadline:
-                raise PlatformError(
-                    f"no answer for generation {generation} from the shaper on {', '.join(waiting)} within "
-                    f"{self.timeout:g}s (is the shaper component applied? kubectl -n laglab-shaper get pods)"
-                )
-            if waiting:
-                time.sleep(self.interval)
+            return not waiting
+
+        where = self.platform.project  # the lab's namespace: the DaemonSet's pods run there
+        poll(answered, self.timeout, self.interval, timed_out=lambda: PlatformError(
+            f"no answer for generation {generation} from the shaper on {', '.join(waiting)} within {self.timeout:g}s "
+            f"(is the shaper component applied? kubectl -n {where} get pods -l app.kubernetes.io/name=laglab-shaper)"
+        ))  # fmt: skip
 
     def carriers(self, service: str, own_ip: str | None, applied: dict) -> list[str]:
         return [service]

@@ -9,7 +9,8 @@ controller's Kubernetes platform and Chaos Mesh backend call, answering as the r
 - NetworkChaos and PodChaos: create (409 AlreadyExists for a taken name), get, list by label
   selector, delete. A NetworkChaos is admitted as the API server and Chaos Mesh's webhooks admit it
   (chaos_mesh_admission.py, from their source: stored with their defaults, or 403 with the denial:
-  `1.5mbit`); Chaos Mesh's webhook refuses any change of a spec (403, its message); its
+  `1.5mbit`); a spec field in `unknown_spec_fields` is pruned from it, as the API server prunes what
+  an older Chaos Mesh's CRD does not declare (`rate` before 2.7.0); Chaos Mesh's webhook refuses any change of a spec (403, its message); its
   controller adds the `chaos-mesh/records` finalizer and moves the status on as time passes: after
   `inject_after` seconds Selected and AllInjected, a container record per selected pod with phase
   Injected and an Apply event. A failed apply is retried every `retry_every` seconds, as Chaos Mesh
@@ -114,6 +115,7 @@ class FakeKube:
         self._ephemeral_at: dict[tuple[str, str], float] = {}  # (pod, container) -> when added
         self.content_type = ""  # of the request being answered
         self.no_netem: set[str] = set()  # nodes whose kernel lacks sch_netem
+        self.unknown_spec_fields: set[str] = set()  # what an older Chaos Mesh's CRD lacks ({"rate"}: 2.6)
         self.not_ready: set[str] = set()  # pods whose readiness probe fails, their containers running
         self.flaky: dict[str, int] = {}  # pod -> applies that fail before one succeeds (chaos-daemon restarting)
         self.status_conflicts = False  # the condition controller's "Failed to update conditions" on each inject
@@ -490,6 +492,8 @@ class FakeKube:
             name = new["metadata"]["name"]
             if name in objects:
                 return 409, status(409, "AlreadyExists", f'{word} "{name}" already exists')
+            for field in self.unknown_spec_fields:  # pruned: not in the installed CRD's schema
+                new["spec"].pop(field, None)
             if kind == "networkchaos":  # the schema's default, the mutating webhook, the validating one
                 new, denied = admission.admit(new)
                 if denied:

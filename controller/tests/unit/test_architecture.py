@@ -112,13 +112,14 @@ def test_a_shaping_knob_is_named_in_its_table_and_the_backends_that_do_it():
 
 
 def test_no_deadline_loop_is_written_by_hand():
-    """`while time.monotonic() < deadline` and its kin: deadline.poll is the one way to wait."""
+    """`while time.monotonic() < deadline`, `if time.monotonic() > deadline: raise` inside a loop, and
+    their kin: deadline.poll is the one way to wait."""
     loops = []
     for path in PACKAGE.rglob("*.py"):
         if path.name == "deadline.py":
             continue
         for number, line in enumerate(path.read_text().splitlines(), start=1):
-            if re.search(r"while .*(monotonic\(\)|deadline)", line):
+            if re.search(r"while .*(monotonic\(\)|deadline)|monotonic\(\) *>=? *deadline", line):
                 loops.append(f"{path.name}:{number}")
     assert loops == []
 

@@ -599,3 +599,16 @@ def test_a_pod_whose_readiness_fails_keeps_its_shaping(kube, shaping, platform):
     shaping.apply(force=True)  # what the supervisor does when a pod changes, and every start
     assert [(m, p) for m, p, _q, _b in kube.requests[before:] if m in ("POST", "DELETE", "PUT")] == []
     assert set(kube.objects()) == held and platform.list()["mysql-target"].running
+
+
+def test_a_rate_on_a_chaos_mesh_that_predates_it_is_refused_not_dropped(kube, shaping):
+    """#38.7: NetworkChaos `rate` came with Chaos Mesh 2.7.0; on 2.6 the API server prunes the unknown
+    field with only a warning, and a 2 Mbit/s limit silently vanished. The created object is compared
+    with what was sent: the change fails naming the version, the object is removed."""
+    kube.unknown_spec_fields = {"rate"}
+    with pytest.raises(ShapingError, match=r"rate: this cluster's Chaos Mesh does not know NetworkChaos spec\.rate "
+                                           r"\(the API server dropped it\); it needs Chaos Mesh 2\.7\.0 or later"):  # fmt: skip
+        shaping.put("mysql-source", parse_request({"delay": "90ms", "rate": "2mbit", "peer": "mysql-target"}))
+    assert kube.objects() == {} and shaping.desired.entries == {}
+    shaping.put("mysql-source", parse_request({"delay": "90ms", "peer": "mysql-target"}))  # the rest still works
+    assert list(kube.objects()) == ["laglab-mysql-source-to-mysql-target"]

@@ -131,7 +131,10 @@ def test_a_node_without_a_shaper_is_named_after_the_timeout(kube, pods, tmp_path
         platform, Executor(dry_run=True), DaemonSetBackend(timeout=0.5, interval=0.05), tmp_path / "s"
     )
     try:
-        with pytest.raises(ShapingError, match=r"from the shaper on node-b within 0\.5s \(is the shaper component"):
+        hint = rf"kubectl -n {NS} get pods -l app\.kubernetes\.io/name=laglab-shaper"  # #38.7: laglab-shaper was no namespace
+        with pytest.raises(
+            ShapingError, match=rf"from the shaper on node-b within 0\.5s \(is the shaper component applied\? {hint}\)"
+        ):
             manager.put("mysql-source", parse_request({"delay": "30ms"}))
     finally:
         shaper.stop(clear=False)
