@@ -9,6 +9,8 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -170,7 +172,7 @@ def test_the_completion_examples_as_written(tmp_path):
     by bash (fpath as an array whose second entry, zsh's ${fpath[1]}, is a scratch folder) and the file
     it writes is checked to be a zsh completion (#compdef laglab); loading it needs zsh."""
     (bash, zsh) = [e.command for e, r, _w in HELPS if r.kind == "completion"]
-    env = {"PATH": f"{ROOT / '.venv/bin'}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(tmp_path)}  # the venv's laglab
     for word in ("laglab", "./laglab"):
         script = (f"{bash}\nf=$(complete -p laglab | sed 's/.* -F \\([^ ]*\\) .*/\\1/')\n"
                   f'COMP_WORDS=({word} fault ki); COMP_CWORD=2; COMPREPLY=(); "$f" {word}; echo "${{COMPREPLY[@]}}"')  # fmt: skip
