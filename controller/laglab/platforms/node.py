@@ -6,11 +6,14 @@ network namespace as the "bridge" (PID 1's), where the userspace backend holds w
 local pod whichever interface it came in by (`+`: the CNI's bridge, or its VXLAN device).
 
 A pod's PID: a process whose cgroup names the pod's UID (`pod<uid>` with cgroupfs, `pod<uid_with_
-underscores>` with the systemd driver), checked again before every entry (`owns`), as on Docker.
+underscores>` with the systemd driver), checked again before every entry (`owns`), as on Docker. A
+pod in the node's own namespaces (hostNetwork or hostPID, or a PID whose network namespace is the
+root PID's) is never entered: a forced apply would run `tc qdisc del dev eth0 root` on the node.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -19,6 +22,7 @@ from .base import Bridge, LabContainer, PlatformError, ServiceState, running_of
 from .kube_api import KubeApi, KubeError
 from .kubernetes import NAME_LABEL, SHAPED_LABEL, _running, service_of
 
+log = logging.getLogger("laglab.node")
 ANY_INTERFACE = "+"  # iptables' wildcard: every interface
 
 
@@ -66,7 +70,14 @@ class NodePlatform:
                 continue
             if not shapeable:  # the apparatus (the controller, the shapers themselves): never entered
                 continue
+            spec = pod.get("spec") or {}
+            if spec.get("hostNetwork") or spec.get("hostPID"):  # its namespace is the node's: never entered
+                log.warning("pod %s runs in the node's namespaces (hostNetwork/hostPID): not shaped", meta["name"])
+                continue
             pid = self._resolve(pod) or 0
+            if pid > 1 and self._nodes_netns(pid):  # `tc qdisc del dev eth0 root` would hit the node itself
+                log.warning("pod %s: PID %d is in the node's network namespace: not shaped", meta["name"], pid)
+                continue
             if pid > 1:
                 pids[pid] = meta.get("uid", "")
             local[service] = LabContainer(service, meta["name"], meta.get("uid", ""), pid, ip, pid > 1, shapeable)
@@ -110,6 +121,13 @@ class NodePlatform:
         except OSError:
             return False
         return any(mark in text for mark in marks)
+
+    def _nodes_netns(self, pid: int) -> bool:
+        """Whether the PID's network namespace is the node's own (the root PID's); unknown: not."""
+        try:
+            return os.readlink(f"{self._proc}/{pid}/ns/net") == os.readlink(f"{self._proc}/{self.root_pid}/ns/net")
+        except OSError:
+            return False
 
     def owns(self, pid: int) -> bool:
         if pid == self.root_pid:

@@ -6,6 +6,7 @@ The data path itself (packets between two nodes) is tests/nodes.py's, on a real 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import threading
 
@@ -162,5 +163,25 @@ def test_the_pid_of_a_pod_is_found_by_its_uid_in_the_cgroups(tmp_path, kube):
     try:
         assert platform.list()["mysql-target"].pid == 42  # systemd's driver writes the UID with underscores
         assert platform.owns(42) and not platform.owns(7)
+    finally:
+        platform.unwatch()
+
+
+def test_a_pod_in_the_nodes_own_namespaces_is_never_entered(tmp_path, kube):
+    """#38.8: any pod with app.kubernetes.io/name was a lab service; a hostNetwork pod's PID is in the
+    node's network namespace, where a forced apply runs `tc qdisc del dev eth0 root`. Such a pod, and
+    any PID whose /proc/PID/ns/net is the root PID's, is left out."""
+    for pid, net in ((1, "net:[4026531840]"), (42, "net:[4026532999]"), (77, "net:[4026531840]")):
+        (tmp_path / str(pid) / "ns").mkdir(parents=True)
+        os.symlink(net, tmp_path / str(pid) / "ns" / "net")
+    kube.add_pod("node-exporter-x", "node-exporter", "node-b", "10.0.0.2")
+    kube.pods["node-exporter-x"]["spec"]["hostNetwork"] = True
+    pids = {"mysql-target-0": 42, "loadgen-0": 77, "node-exporter-x": 1}
+    kube.add_pod("loadgen-0", "loadgen", "node-b", "10.0.2.11")
+    platform = NodePlatform(KubeApi(kube.url, NS), "node-b", resolve=lambda pod: pids.get(pod["metadata"]["name"]),
+                            proc=str(tmp_path))  # fmt: skip
+    try:
+        assert set(platform.list()) == {"mysql-target"}  # loadgen-0's PID shares the node's namespace
+        assert platform.list()["mysql-target"].pid == 42 and not platform.owns(77)
     finally:
         platform.unwatch()
