@@ -23,7 +23,7 @@ import time
 from .executor import Executor
 from .platforms.kube_api import KubeApi
 from .platforms.node import NodePlatform
-from .shaping.node_wire import read_desired, status_name, write_configmap
+from .shaping.node_wire import WireError, read_desired, status_name, write_configmap
 from .shaping.reconciler import FAILURES, Reconciler
 
 log = logging.getLogger("laglab.node_shaper")
@@ -39,7 +39,14 @@ class NodeShaper:
 
     def step(self) -> None:
         """Read the desired state; make this node's pods hold it when it or the pods changed; report."""
-        generation, entries = read_desired(self.api)
+        try:
+            generation, entries = read_desired(self.api)
+        except WireError as bad:  # answered, not applied: the controller's change fails naming it
+            if bad.generation != self.generation:
+                log.error("generation %s cannot be read: %s", bad.generation, bad)
+                self.generation = bad.generation
+                self._report(bad.generation, f"WireError: {bad}")
+            return
         lab = self.platform.list()
         if generation == self.generation and not self.reconciler.stale(lab):
             return
@@ -50,6 +57,9 @@ class NodeShaper:
             error = f"{type(failure).__name__}: {failure}"
             log.error("applying generation %s failed: %s", generation, error)
         self.generation = generation
+        self._report(generation, error)
+
+    def _report(self, generation: int, error: str | None) -> None:
         write_configmap(
             self.api,
             status_name(self.platform.node),

@@ -13,6 +13,15 @@ from .plan import Entry
 DESIRED = "laglab-shaping"  # the controller's ConfigMap: {"generation", "entries"} in desired.json
 
 
+class WireError(ValueError):
+    """The desired state cannot be read as the controller writes it (a ConfigMap edited by hand, or by
+    anyone the Role lets write it): the shaper answers this generation with the error, applying nothing."""
+
+    def __init__(self, generation: int, message: str):
+        super().__init__(message)
+        self.generation = generation
+
+
 def status_name(node: str) -> str:
     return f"laglab-shaper-{node}"[:253]
 
@@ -44,8 +53,26 @@ def write_configmap(api: KubeApi, name: str, key: str, value: dict, labels: dict
 
 
 def read_desired(api: KubeApi) -> tuple[int, list[Entry]]:
+    """The generation and its entries, each held to the API's own rules (params.parse_request: ranges,
+    units, rules across fields) as if a PUT had sent it: `delay: 1e308` raised OverflowError in a
+    backend and the shaper never answered. WireError says which entry and why."""
+    from .params import parse_request
+
     found = configmap(api, DESIRED)
     if found is None:
         return 0, []
-    desired = json.loads((found.get("data") or {}).get("desired.json") or "{}")
-    return int(desired.get("generation", 0)), [Entry.from_wire(e) for e in desired.get("entries", [])]
+    try:
+        desired = json.loads((found.get("data") or {}).get("desired.json") or "{}")
+        generation = int(desired.get("generation", 0))
+        items = list(desired.get("entries", []))
+    except (TypeError, ValueError, AttributeError) as error:
+        raise WireError(0, f"{DESIRED}: desired.json: {error}") from None
+    entries = []
+    for number, item in enumerate(items):
+        try:
+            entry = Entry.from_wire(item)
+            parse_request({**entry.shaping.to_json(), "peer": entry.peer, "direction": item.get("direction")})
+        except Exception as error:
+            raise WireError(generation, f"{DESIRED}: entries.{number}: {error}") from None
+        entries.append(entry)
+    return generation, entries

@@ -20,11 +20,13 @@ from laglab.platforms.kubernetes import KubernetesPlatform
 from laglab.platforms.node import NodePlatform
 from laglab.shaping.backends import KernelBackend
 from laglab.shaping.daemonset import DaemonSetBackend
+from laglab.shaping.impairment import Impairment
 from laglab.shaping.manager import ShapingManager
-from laglab.shaping.node_wire import DESIRED, status_name
+from laglab.shaping.node_wire import DESIRED, status_name, write_configmap
 from laglab.shaping.params import ShapingError, parse_request
 
 from ..conftest import authorized
+from ..polling import wait_until
 from .fake_kube import FakeKube
 
 NS = "laglab"
@@ -185,3 +187,21 @@ def test_a_pod_in_the_nodes_own_namespaces_is_never_entered(tmp_path, kube):
         assert platform.list()["mysql-target"].pid == 42 and not platform.owns(77)
     finally:
         platform.unwatch()
+
+
+@pytest.mark.parametrize("shaping", [{"delay": 1e308}, {"delay": "80ms"}, {"loss": 7.0}, {"nonsense": 1}])
+def test_an_entry_the_api_would_refuse_is_answered_with_its_error_not_silence(kube, pods, shaping):
+    """#38.8: a ConfigMap entry written by hand (`delay: 1e308`) raised OverflowError, which no one
+    caught: the shaper never answered and every PUT timed out. Each entry is held to the API's own
+    rules; the generation is answered with the entry and why, and nothing is applied."""
+    entry = {"service": "mysql-target", "peer": None, "direction": "egress", "expires_at": None,
+             "shaping": {**Impairment(delay=0.05).to_wire(), **shaping}}  # fmt: skip
+    write_configmap(KubeApi(kube.url, NS), DESIRED, "desired.json", {"generation": 7, "entries": [entry]})
+    shaper = start_shaper(kube, "node-b", pods)
+    try:
+        status = wait_until(lambda: json.loads(((kube.configmaps.get(status_name("node-b")) or {}).get("data") or {})
+                                               .get("status.json") or "{}") or None, 5)  # fmt: skip
+        assert status["generation"] == 7 and status["error"].startswith(f"WireError: {DESIRED}: entries.0: "), status
+        assert not any("netem" in argv for argv in shaper.executor.ran)
+    finally:
+        shaper.stop(clear=False)
