@@ -341,3 +341,35 @@ def test_group_replication_members_on_other_nodes_are_allowed(tmp_path):
     done = subprocess.run(["sh", str(ROOT / "config/group-replication/start.sh")], capture_output=True, text=True,
                           env={"GR_NODE": "1", "GR_GROUP_NAME": "x", "PATH": f"{tmp_path}:/usr/bin:/bin"}, check=False)  # fmt: skip
     assert done.returncode == 0 and "allowlist" not in done.stdout  # compose: AUTOMATIC, one network
+
+
+def test_the_controllers_readiness_probe_is_answered_as_the_kubelet_sends_it():
+    """#38.8: an httpGet probe carries `Host: <pod IP>:<port>` unless its httpHeaders name one (the
+    kubelet, pkg/probe/http/request.go); the API answers a Host that is not a name of the controller
+    with 421, so the pod was never Ready. The probe is sent to the app as the kubelet would."""
+    from laglab.app import create_app
+
+    container = of_kind(render("base"), "Deployment")["controller"]["spec"]["template"]["spec"]["containers"][0]
+    probe = container["readinessProbe"]["httpGet"]
+    headers = {h["name"]: h["value"] for h in probe.get("httpHeaders", [])}
+    host = headers.pop("Host", "10.244.1.7:8080")  # the pod's IP, as the kubelet fills it in
+    app = create_app({"TESTING": True, "START_RECORDER": False, "START_SHAPING": False}, environ={})
+    answer = app.test_client().get(probe["path"], headers={**headers, "Host": host, "User-Agent": "kube-probe/1.33"})
+    assert answer.status_code == 200, answer.get_json()
+
+
+@pytest.mark.parametrize("name", KUSTOMIZATIONS)
+def test_only_the_labs_own_pods_may_reach_the_controller(name):
+    """#38.8: every pod of the cluster could shape, fault and run (the token is the only gate). A
+    NetworkPolicy selects the controller's pods (their template's labels) and lets in the lab's own
+    namespace only, on the API's port."""
+    docs = render(name)
+    (policy,) = of_kind(docs, "NetworkPolicy").values()
+    pod = of_kind(docs, "Deployment")["controller"]["spec"]["template"]
+    selected = policy["spec"]["podSelector"]["matchLabels"]
+    assert selected.items() <= pod["metadata"]["labels"].items() and selected
+    assert policy["spec"]["policyTypes"] == ["Ingress"] and policy["metadata"]["namespace"] == "laglab"
+    (rule,) = policy["spec"]["ingress"]
+    assert rule["from"] == [{"podSelector": {}}]  # no namespaceSelector, no ipBlock: this namespace only
+    (port,) = [p["containerPort"] for p in pod["spec"]["containers"][0]["ports"]]
+    assert rule["ports"] == [{"port": port, "protocol": "TCP"}]
