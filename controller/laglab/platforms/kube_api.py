@@ -157,12 +157,6 @@ class KubeApi:
     def pods(self, selector: str) -> list[dict]:
         return self.request("GET", self.pods_path(), params={"labelSelector": selector}).get("items") or []
 
-    def events(self, name: str, kind: str) -> list[dict]:
-        """The events about one object of this namespace (Chaos Mesh reports a failed injection there)."""
-        selector = f"involvedObject.name={name},involvedObject.kind={kind}"
-        path = f"/api/v1/namespaces/{quote(self.namespace)}/events"
-        return self.request("GET", path, params={"fieldSelector": selector}).get("items") or []
-
     # --- exec ---
     def exec_url(self, pod: str, container: str | None, argv: list[str]) -> str:
         query = [("command", arg) for arg in argv] + [("stdout", "true"), ("stderr", "true")]

@@ -78,8 +78,8 @@ def test_the_controller_holds_no_host_privileges_and_only_namespaced_rights(name
 def test_the_chaos_mesh_component_grants_its_objects_and_says_so():
     rules = controller_rights("overlays/chaos-mesh")
     chaos = [r for r in rules if r["apiGroups"] == ["chaos-mesh.org"]]
-    assert chaos == [{"apiGroups": ["chaos-mesh.org"], "resources": ["networkchaos", "podchaos"],
-                      "verbs": ["get", "list", "watch", "create", "delete"]}]  # fmt: skip
+    assert {r for rule in chaos for r in rule["resources"]} == {"networkchaos", "podchaos"}  # the exact verbs:
+    # test_kubernetes_platform.py's test_the_controllers_role_grants_exactly_what_its_code_asks
     env = of_kind(render("overlays/chaos-mesh"), "Deployment")["controller"]["spec"]["template"]["spec"]
     assert {"name": "SHAPING_BACKEND", "value": "chaos-mesh"} in env["containers"][0]["env"]
     base_rules = of_kind(render("base"), "Role")["laglab-controller"]["rules"]

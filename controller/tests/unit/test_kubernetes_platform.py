@@ -612,3 +612,72 @@ def test_a_rate_on_a_chaos_mesh_that_predates_it_is_refused_not_dropped(kube, sh
     assert kube.objects() == {} and shaping.desired.entries == {}
     shaping.put("mysql-source", parse_request({"delay": "90ms", "peer": "mysql-target"}))  # the rest still works
     assert list(kube.objects()) == ["laglab-mysql-source-to-mysql-target"]
+
+
+def rbac_of(method: str, path: str, query: dict) -> tuple[str, str, str]:
+    """(apiGroup, resource[/subresource], verb) of a request as the API server's authorizer sees it
+    (k8s.io/apiserver pkg/endpoints/request/requestinfo.go: GET of a collection is list, or watch
+    with ?watch; of an object get; POST create, PUT update, PATCH patch, DELETE delete). An exec is a
+    connect request: `create` on pods/exec (its WebSocket GET is authorized as create since
+    Kubernetes 1.30's AuthorizePodWebsocketUpgradeCreatePermission, `get` before)."""
+    parts = path.strip("/").split("/")
+    group, rest = ("", parts[2:]) if parts[0] == "api" else (parts[1], parts[3:])
+    assert rest[:1] == ["namespaces"], path  # the controller asks nothing outside its namespace
+    resource, *more = rest[2:]
+    name, sub = [*more, None, None][:2]
+    verb = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(method)
+    if verb is None:
+        verb = "get" if name else ("watch" if query.get("watch") else "list")
+    if sub == "exec":
+        verb = "create"
+    return group, resource + (f"/{sub}" if sub else ""), verb
+
+
+def test_the_controllers_role_grants_exactly_what_its_code_asks(kube, tmp_path):
+    """#38.8: the Role granted services, endpoints, pods/log and watch, which the code never asks. Here
+    the controller on Kubernetes (the app itself, chaos-mesh backend) does what a user can make it do:
+    shape a link, partition, a fault and its end, verify with ping and iperf3, a load; every request it
+    sends the API is mapped to what RBAC checks, and overlays/chaos-mesh's Role must grant exactly
+    those (get on pods/exec besides: what API servers before 1.30 check for an exec)."""
+    from .test_kubernetes_manifests import render
+
+    environ = {"LAB_PLATFORM": "kubernetes", "KUBERNETES_API_URL": kube.url, "KUBERNETES_NAMESPACE": NS,
+               "POD_NAME": "controller-6d5b8-abcde", "POD_UID": "uid-controller"}  # fmt: skip
+    app = create_app({"START_RECORDER": False, "STATE_DIR": str(tmp_path)}, environ=environ)
+
+    def answer(pod, argv):
+        if argv[:2] == ["iperf3", "-c"]:
+            return iperf_json(9.5), 0
+        if argv[0] == "ss":
+            return b"LISTEN 0 5 *:5201 *:*\n", 0
+        if argv[0] == "ping":
+            return b"64 bytes from 10.0.2.10: icmp_seq=1 ttl=64 time=1.0 ms\n" * 20, 0
+        return b"", 0
+
+    kube.exec_answer = answer
+    try:
+        client = authorized(app)
+        for call, path, body, wanted in (
+            (client.put, "/api/shaping/mysql-target", {"delay": "40ms", "peer": "mysql-source"}, 200),
+            (client.post, "/api/partitions", {"a": ["mysql-source"], "b": ["loadgen"]}, 201),
+            (client.delete, "/api/partitions", None, 204),
+            (client.post, "/api/faults", {"service": "mysql-source", "action": "stop"}, 201),
+            (client.delete, "/api/faults/f1", None, 200),
+            (client.post, "/api/verify", {"from": "loadgen", "to": "mysql-target", "seconds": 1}, 200),
+            (client.delete, "/api/shaping", None, 204),
+        ):  # fmt: skip
+            got = call(path, json=body) if body is not None else call(path)
+            assert got.status_code == wanted, (path, got.get_json())
+    finally:
+        from laglab.app import shutdown
+
+        shutdown(app, clear_kernel=False)
+    asked = {rbac_of(m, p, q) for m, p, q, _b in kube.requests}
+    asked |= {rbac_of("GET", f"/api/v1/namespaces/{NS}/pods/{pod}/exec", {}) for pod, _q in kube.exec_calls}
+    (role,) = [
+        d for d in render("overlays/chaos-mesh") if d["kind"] == "Role" and d["metadata"]["name"] == "laglab-controller"
+    ]
+    granted = {(g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]
+               for v in rule["verbs"]}  # fmt: skip
+    assert asked - granted == set(), "asked, not granted"
+    assert granted - asked == {("", "pods/exec", "get")}, "granted, never asked"
