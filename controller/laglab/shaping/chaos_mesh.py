@@ -3,10 +3,12 @@
 values the Docker backends take, checked offline against Chaos Mesh's CRD schemas and its admission
 webhook's rules (tests/unit/test_chaos_mesh.py).
 
-- A shaping entry (service, Request) is one NetworkChaos, `action: netem`, selecting the service's
-  pods by `app.kubernetes.io/name` (one replica of a scaled StatefulSet, mysql-target-2, by its
-  `statefulset.kubernetes.io/pod-name`: the name label would select them all): egress is `direction: to` (with a `target` for a peer), ingress
-  `direction: from` with its peer as `target` (the webhook refuses `from` without one). netem's
+- Shaping is one NetworkChaos per sender and receiver, `action: netem`, `direction: to`, selecting
+  the sender's pods by `app.kubernetes.io/name` (one replica of a scaled StatefulSet, mysql-target-2,
+  by its `statefulset.kubernetes.io/pod-name`: the name label would select them all) with the
+  receiver as `target`: an egress entry is its service's, an ingress one its peer's (Chaos Mesh puts a
+  `from` object's rules on the target's pods anyway), and the entries on one pair add up in one object
+  (ChaosMeshBackend.plan); a service-wide entry is one object per lab peer. netem's
   fields map one to one (delay{latency, jitter, correlation, reorder{reorder, correlation, gap}},
   loss, duplicate, corrupt, each with the correlation; rate{rate}); what NetworkChaos cannot say (a
   jitter distribution, the Gilbert-Elliott loss model) is refused naming the field.
@@ -146,8 +148,11 @@ def network_chaos(namespace: str, service: str, request: Request, never: frozens
     for name in (service, request.peer):
         if name in never:
             raise ShapingError(Kind.CONFLICT, f"service: {name} is not shaped (it is the lab's measuring apparatus)")
-    ingress = request.direction is Direction.INGRESS
-    return link_chaos(namespace, service, request.peer, "from" if ingress else "to", request.shaping)
+    if request.direction is Direction.INGRESS:  # what the peer sends it: on the peer, as the backend plans it
+        if request.peer is None:
+            return link_chaos(namespace, service, None, "from", request.shaping)  # refused, naming why
+        return link_chaos(namespace, request.peer, service, "to", request.shaping)
+    return link_chaos(namespace, service, request.peer, "to", request.shaping)
 
 
 def link_chaos(
@@ -210,10 +215,9 @@ class ChaosMeshBackend:
 
     A change to a link is delete, wait until the object is gone (Chaos Mesh's finalizer holds it
     until recovered), create: Chaos Mesh refuses any update of a spec. A link is in effect only when
-    its object says AllInjected and every container record says Injected; a `Failed` event about it
-    fails the change, naming the object and Chaos Mesh's message. Entries combine as on Docker
-    (delays add, losses combine); a service-wide entry beside a link's own is applied per link (to
-    each of the lab's services), since two objects on one pod override each other.
+    its object says AllInjected and every container record says Injected; three failed applies in a
+    row on one pod fail the change, naming the object and chaos-daemon's words. Entries combine as on
+    Docker (delays add, losses combine) into one object per sender and receiver (`plan`).
     """
 
     name = "chaos-mesh"
@@ -253,31 +257,31 @@ class ChaosMeshBackend:
 
     def plan(self, entries: list, ips: dict[str, str]) -> dict[str, dict[str, dict]]:
         """service -> {object name: NetworkChaos}, for every service in `ips`."""
-        links: dict[tuple[str, str, str | None], Impairment] = {}
+        # One object per sender and receiver, direction `to` with the receiver as target: Chaos Mesh
+        # puts a `from` object's rules on the target's pods, so B's ingress from A and A's egress to B
+        # were two filtered rules on A for one address, and its tc server kept one of them (one band
+        # per ipset; the last matching CLASSIFY chain wins in Go map order). Folded into one, they add
+        # as on Docker. A service-wide entry is one object per lab peer: an object without a target
+        # also held what the pod sends the controller (its lag answers: lag read low by the delay);
+        # on Docker only the lab's peers are held.
+        links: dict[tuple[str, str], Impairment] = {}
 
-        def add(service: str, direction: str, peer: str | None, shaping: Impairment) -> None:
-            key = (service, direction, peer)
+        def add(sender: str, receiver: str, shaping: Impairment) -> None:
+            key = (sender, receiver)
             links[key] = links[key].plus(shaping) if key in links else shaping
 
         for entry in entries:
             if entry.service not in ips or (entry.peer is not None and entry.peer not in ips):
                 continue
-            others = [entry.peer] if entry.peer else [s for s in sorted(ips) if s != entry.service]
-            if entry.direction.sends:
-                per_link = entry.peer is not None or any(
-                    e.service == entry.service and e.peer is not None and e.direction.sends for e in entries
-                )
-                for peer in others if per_link else [None]:
-                    add(entry.service, "to", peer, entry.shaping)
-            if entry.direction.receives:  # "from" needs a peer: a service-wide entry is one per peer
-                for peer in others:
-                    add(entry.service, "from", peer, entry.shaping)
+            for peer in [entry.peer] if entry.peer else [s for s in sorted(ips) if s != entry.service]:
+                if entry.direction.sends:
+                    add(entry.service, peer, entry.shaping)
+                if entry.direction.receives:
+                    add(peer, entry.service, entry.shaping)
         plans: dict[str, dict[str, dict]] = {service: {} for service in ips}
         pods = self.platform.shared_pods() if self.platform is not None else {}
-        for (service, direction, peer), shaping in sorted(
-            links.items(), key=lambda i: (i[0][0], i[0][1], i[0][2] or "")
-        ):
-            body = link_chaos(self.namespace, service, peer, direction, shaping, pods)
+        for (service, peer), shaping in sorted(links.items()):
+            body = link_chaos(self.namespace, service, peer, "to", shaping, pods)
             body["metadata"]["labels"].update(self.labels)
             if self.platform is not None and getattr(self.platform, "owner", None):
                 body["metadata"]["ownerReferences"] = [self.platform.owner]

@@ -141,7 +141,10 @@ def test_what_networkchaos_cannot_say_is_refused_naming_the_field():
             NAMESPACE, "mysql-target", Request(Impairment(delay=0.05), "mysql-source", Direction.INGRESS)
         )
     )
-    assert from_peer["spec"]["direction"] == "from" and "target" in from_peer["spec"]
+    # #38.5: what mysql-source sends mysql-target, on mysql-source (where Chaos Mesh puts `from` rules)
+    assert from_peer["metadata"]["name"] == "laglab-mysql-source-to-mysql-target"
+    assert from_peer["spec"]["direction"] == "to" and from_peer["spec"]["target"]["selector"]["labelSelectors"] == {
+        "app.kubernetes.io/name": "mysql-target"}  # fmt: skip
 
 
 def test_the_apparatus_is_never_shaped():

@@ -233,14 +233,36 @@ def test_partitions_and_clearing(kube, shaping):
     assert kube.objects() == {}
 
 
-def test_a_service_wide_entry_beside_a_link_is_applied_per_link(kube, shaping):
+def test_a_service_wide_entry_is_an_object_per_lab_peer_and_adds_to_a_links_own(kube, shaping):
+    """#38.5: a service-wide entry was one object without a target: it also held what the pod sends the
+    controller (the lag queries' answers: lag read low by the delay). On Docker only lab peers are held;
+    here, one object per lab peer (the controller is the apparatus: never a peer)."""
     shaping.put("mysql-source", parse_request({"delay": "10ms"}))
-    assert list(kube.objects()) == ["laglab-mysql-source-to-all"]
+    objects = kube.objects()
+    assert sorted(objects) == ["laglab-mysql-source-to-loadgen", "laglab-mysql-source-to-mysql-target"]
+    assert all("target" in o["spec"] for o in objects.values())
     shaping.put("mysql-source", parse_request({"delay": "20ms", "peer": "mysql-target"}))
     objects = kube.objects()
     assert sorted(objects) == ["laglab-mysql-source-to-loadgen", "laglab-mysql-source-to-mysql-target"]
     assert objects["laglab-mysql-source-to-mysql-target"]["spec"]["delay"]["latency"] == "30ms"
     assert objects["laglab-mysql-source-to-loadgen"]["spec"]["delay"]["latency"] == "10ms"
+
+
+def test_an_ingress_beside_an_egress_on_one_link_is_one_object_that_adds_up(kube, shaping):
+    """#38.5: mysql-target's ingress from mysql-source was a `from` object, whose rules Chaos Mesh puts
+    on mysql-source beside mysql-source's own `to` object for the same address; its tc server keeps
+    one of the two (one band per ipset, Go map order). One object per sender and receiver, the entries
+    added as on Docker (delays add, the lower rate wins)."""
+    shaping.put("mysql-target", parse_request({"delay": "30ms", "rate": "5mbit", "peer": "mysql-source",
+                                               "direction": "ingress"}))  # fmt: skip
+    shaping.put("mysql-source", parse_request({"delay": "50ms", "rate": "2mbit", "peer": "mysql-target"}))
+    objects = kube.objects()
+    assert list(objects) == ["laglab-mysql-source-to-mysql-target"]
+    spec = objects["laglab-mysql-source-to-mysql-target"]["spec"]
+    assert (spec["direction"], spec["delay"]["latency"], spec["rate"]["rate"]) == ("to", "80ms", "2mbit")
+    shaping.put("loadgen", parse_request({"loss": "1%", "direction": "both", "peer": "mysql-target"}))
+    assert sorted(kube.objects()) == ["laglab-loadgen-to-mysql-target", "laglab-mysql-source-to-mysql-target",
+                                      "laglab-mysql-target-to-loadgen"]  # fmt: skip
 
 
 def test_faults_are_podchaos_objects(kube, platform):
@@ -408,8 +430,8 @@ def test_a_scaled_statefulsets_pods_are_services_of_their_own(scaled, tmp_path):
         assert chaos["spec"]["target"]["selector"] == {
             "namespaces": [NS], "labelSelectors": {"statefulset.kubernetes.io/pod-name": "mysql-target-2"}
         }  # fmt: skip
-        manager.put("mysql-target-1", parse_request({"loss": "5%"}))
-        records = kube.objects()["laglab-mysql-target-1-to-all"]["status"]["experiment"]["containerRecords"]
+        manager.put("mysql-target-1", parse_request({"loss": "5%", "peer": "mysql-source"}))
+        records = kube.objects()["laglab-mysql-target-1-to-mysql-source"]["status"]["experiment"]["containerRecords"]
         assert [r["id"] for r in records] == [f"{NS}/mysql-target-1"]  # that pod alone, not its two siblings
     finally:
         manager.stop(clear_kernel=False)
