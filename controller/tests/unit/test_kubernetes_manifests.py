@@ -373,3 +373,16 @@ def test_only_the_labs_own_pods_may_reach_the_controller(name):
     assert rule["from"] == [{"podSelector": {}}]  # no namespaceSelector, no ipBlock: this namespace only
     (port,) = [p["containerPort"] for p in pod["spec"]["containers"][0]["ports"]]
     assert rule["ports"] == [{"port": port, "protocol": "TCP"}]
+
+
+@pytest.mark.parametrize("name", KUSTOMIZATIONS)
+def test_every_pod_requests_its_resources_and_runs_a_seccomp_filter(name):
+    """#38.8: the databases were BestEffort (no requests: first evicted, scheduled anywhere) and the
+    databases and the privileged shaper ran without a seccomp profile. Each container requests cpu and
+    memory; each pod runs the container runtime's default filter (RuntimeDefault)."""
+    for owner, pod in pod_templates(render(name)).items():
+        profile = (pod.get("securityContext") or {}).get("seccompProfile") or {}
+        assert profile.get("type") == "RuntimeDefault", owner
+        for container in pod["containers"]:
+            requests = (container.get("resources") or {}).get("requests") or {}
+            assert {"cpu", "memory"} <= set(requests), (owner, container["name"])
