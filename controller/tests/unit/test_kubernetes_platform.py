@@ -469,6 +469,17 @@ def iperf_json(mbit: float) -> bytes:
     return json.dumps({"end": {"sum_received": {"bits_per_second": mbit * 1e6}}}).encode()
 
 
+def tools_answer(pod, argv):
+    """What iperf3 (a client: 19.25 Mbit/s forward, 9.5 reverse), ss and ping print in the pods."""
+    if argv[:2] == ["iperf3", "-c"]:
+        return iperf_json(9.5 if "-R" in argv else 19.25), 0
+    if argv[0] == "ss":
+        return b"LISTEN 0 5 *:5201 *:*\n", 0
+    if argv[0] == "ping":
+        return b"64 bytes from 10.0.2.10: icmp_seq=1 ttl=64 time=1.0 ms\n" * 20, 0
+    return b"", 0
+
+
 def test_throughput_on_kubernetes_runs_iperf3_in_the_pods_through_an_ephemeral_container(kube, tmp_path):
     """The official MySQL image has no iperf3: the controller adds loadgen's image to the pod as the
     ephemeral container laglab-tools (a strategic merge patch of its ephemeralcontainers, as kubectl
@@ -477,16 +488,7 @@ def test_throughput_on_kubernetes_runs_iperf3_in_the_pods_through_an_ephemeral_c
     environ = {"LAB_PLATFORM": "kubernetes", "KUBERNETES_API_URL": kube.url, "KUBERNETES_NAMESPACE": NS}
     app = create_app({"START_RECORDER": False, "STATE_DIR": str(tmp_path)}, environ=environ)
 
-    def answer(pod, argv):
-        if argv[:2] == ["iperf3", "-c"]:
-            return iperf_json(9.5 if "-R" in argv else 19.25), 0
-        if argv[0] == "ss":
-            return b"LISTEN 0 5 *:5201 *:*\n", 0
-        if argv[0] == "ping":
-            return b"64 bytes from 10.0.2.10: icmp_seq=1 ttl=64 time=1.0 ms\n" * 20, 0
-        return b"", 0
-
-    kube.exec_answer = answer
+    kube.exec_answer = tools_answer
     try:
         client = authorized(app)
         got = client.post("/api/verify", json={"from": "loadgen", "to": "mysql-target", "seconds": 2})
@@ -667,16 +669,7 @@ def test_the_controllers_role_grants_exactly_what_its_code_asks(kube, tmp_path):
                "POD_NAME": "controller-6d5b8-abcde", "POD_UID": "uid-controller"}  # fmt: skip
     app = create_app({"START_RECORDER": False, "STATE_DIR": str(tmp_path)}, environ=environ)
 
-    def answer(pod, argv):
-        if argv[:2] == ["iperf3", "-c"]:
-            return iperf_json(9.5), 0
-        if argv[0] == "ss":
-            return b"LISTEN 0 5 *:5201 *:*\n", 0
-        if argv[0] == "ping":
-            return b"64 bytes from 10.0.2.10: icmp_seq=1 ttl=64 time=1.0 ms\n" * 20, 0
-        return b"", 0
-
-    kube.exec_answer = answer
+    kube.exec_answer = tools_answer
     try:
         client = authorized(app)
         for call, path, body, wanted in (
