@@ -431,8 +431,10 @@ def test_duplicate_and_corrupt(manager, backend):
     echo_loss = 1 - got["received"] / got["sent"]
     record("corrupt", backend, asked=0.10, measured=round(corrupted, 4), echo_loss=round(echo_loss, 4),
            packets=got["sent"], arrived=arrived)  # fmt: skip
-    assert arrived >= 500, (arrived, got["sent"])  # enough packets for the ratio to stand on
-    assert 0.05 <= corrupted <= 0.15, corrupted
+    # The share is judged on what arrived, by the binomial on that count: a busy guest once let 459 of
+    # 1000 requests reach the device (a fixed floor of 500 failed it); at 200 the bound is +-0.085.
+    assert arrived >= 200, (arrived, got["sent"])  # under that, the guest measured nothing
+    assert abs(corrupted - 0.10) <= binomial_tolerance(0.10, arrived), (corrupted, arrived)
     assert echo_loss >= corrupted, (echo_loss, corrupted)  # a corrupted request is never answered
 
 
