@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Self
 
 import pymysql
 import pymysql.constants.CLIENT
 import pymysql.cursors
 
 from .deadline import poll
+from .errors import Kind, LabError
 
 SYSTEM_SCHEMAS = ("mysql", "sys", "information_schema", "performance_schema")
 META_SCHEMA = "laglab_meta"
@@ -87,19 +89,105 @@ def quote_identifier(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+NEWEST = (99, 0, 0)  # a Dialect made without a version: the newest server's statements
+PLACEHOLDER = "%s"  # an option's value given as a statement argument
+
+
+class VersionUnsupported(LabError):
+    """What the server's version cannot do, said with the version that brings it (never faked)."""
+
+    def __init__(self, what: str, needs: str, dialect: Server):
+        super().__init__(Kind.INVALID, f"{what} needs {needs}; the server is {dialect.describe()}")
+        self.what, self.needs = what, needs
+
+
+def parse_version(text: str) -> tuple[int, int, int]:
+    """`5.7.44-log` -> (5, 7, 44); `10.11.18-MariaDB-0+deb12u1` -> (10, 11, 18); `8.4` -> (8, 4, 0)."""
+    match = re.match(r"\s*(\d+)\.(\d+)(?:\.(\d+))?", text)
+    if not match:
+        raise ValueError(f"not a server version: {text!r}")
+    return int(match[1]), int(match[2]), int(match[3] or 0)
+
+
 @dataclass(frozen=True)
-class Dialect:
-    """The statements whose text differs between MySQL 8.0.23+/8.4/9.x and MariaDB 10.5+."""
+class Server:
+    """A server as its version says it is: its flavour, the version it reports, and what that version
+    can do (what it cannot raises VersionUnsupported, naming the version that brings it)."""
 
     flavor: str
+    version: tuple[int, int, int] = NEWEST
 
     @classmethod
-    def from_version(cls, version: str) -> Dialect:
-        return cls("mariadb" if "mariadb" in version.lower() else "mysql")
+    def from_version(cls, version: str) -> Self:
+        return cls("mariadb" if "mariadb" in version.lower() else "mysql", parse_version(version))
 
     @property
     def is_mariadb(self) -> bool:
         return self.flavor == "mariadb"
+
+    def describe(self) -> str:
+        if self.version == NEWEST:
+            return f"{'MariaDB' if self.is_mariadb else 'MySQL'} (newest)"
+        return f"{'MariaDB' if self.is_mariadb else 'MySQL'} {'.'.join(map(str, self.version))}"
+
+    def mysql_at_least(self, *version: int) -> bool:
+        return not self.is_mariadb and self.version >= version
+
+    def require(self, what: str, *version: int) -> None:
+        """MySQL `version` or newer for `what` (MariaDB has none of MySQL's replica options)."""
+        needs = "MySQL " + ".".join(map(str, version)) + " or newer"
+        if not self.mysql_at_least(*version):
+            raise VersionUnsupported(what, needs, self)
+
+    @property
+    def persists(self) -> bool:
+        """SET PERSIST (MySQL 8.0.11+): a setting that outlives a restart. Elsewhere the lab's jobs set
+        it again after each start."""
+        return self.mysql_at_least(8, 0, 11)
+
+    @property
+    def lag_split_unavailable(self) -> str | None:
+        """Why the lag split (transit, queue, apply) cannot be had on this server, or None."""
+        if not self.mysql_at_least(8, 0, 1):
+            return f"{self.describe()} has no per-transaction applier timestamps (performance_schema, MySQL 8.0.1+)"
+        return None
+
+
+@dataclass(frozen=True)
+class Dialect(Server):
+    """The statements whose text differs between the servers laglab meets: MySQL (and Percona Server)
+    5.7, 8.0, 8.4 and 9.x, and MariaDB 10.5 to 11.x. Every statement that differs lives here, chosen
+    by the server's own version (`SELECT VERSION()`); callers never branch on flavour or version.
+
+    MySQL's renames, as its manual dates them: START/STOP/RESET REPLICA and SHOW REPLICA STATUS
+    8.0.22 (the old forms removed in 8.4); CHANGE REPLICATION SOURCE TO and the SOURCE_* options
+    8.0.23; semisync_source.so / semisync_replica.so 8.0.26 (semisync_master.so removed in 8.4);
+    skip_replica_start 8.0.26. What a version lacks raises VersionUnsupported naming the version that
+    brings it: protocol compression 8.0.18, binlog transaction compression 8.0.20, the applier
+    timestamps of the lag split 8.0.1, SET PERSIST 8.0.11. The fixtures that check this against what
+    each server answers: tests/unit/server_versions.py."""
+
+    # --- the replica's statements ---
+
+    @property
+    def _replica(self) -> str:
+        """REPLICA from MySQL 8.0.22; SLAVE before it and on MariaDB (where both are accepted from 10.5)."""
+        return "REPLICA" if self.mysql_at_least(8, 0, 22) else "SLAVE"
+
+    @property
+    def _source_words(self) -> bool:
+        """CHANGE REPLICATION SOURCE TO and SOURCE_* options: MySQL 8.0.23+."""
+        return self.mysql_at_least(8, 0, 23)
+
+    def change(self, public_key: bool = False, **options: str) -> str:
+        """CHANGE ... TO with the options named by their SOURCE_ word, in this server's words;
+        `public_key`: and GET_SOURCE_PUBLIC_KEY=1 where the server has caching_sha2_password (8.0.4+)."""
+        word = "SOURCE" if self._source_words else "MASTER"
+        said = [f"{word}_{key}={value}" for key, value in options.items()]
+        if public_key and self.mysql_at_least(8, 0, 4):
+            said.append(f"GET_{word}_PUBLIC_KEY=1")
+        head = "CHANGE REPLICATION SOURCE TO " if self._source_words else "CHANGE MASTER TO "
+        return head + ", ".join(said)
 
     def change_source(self, host: str, port: int, user: str, password: str) -> tuple[str, tuple]:
         """The replica's CHANGE statement with GTID auto-positioning, as (sql, args).
@@ -114,11 +202,10 @@ class Dialect:
                 "MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1"
             )
         else:
-            sql = (
-                "CHANGE REPLICATION SOURCE TO SOURCE_HOST=%s, SOURCE_PORT=%s, SOURCE_USER=%s, "
-                "SOURCE_PASSWORD=%s, SOURCE_AUTO_POSITION=1, GET_SOURCE_PUBLIC_KEY=1, SOURCE_CONNECT_RETRY=1, "
-                "SOURCE_RETRY_COUNT=86400"
-            )
+            sql = self.change(
+                public_key=True, HOST=PLACEHOLDER, PORT=PLACEHOLDER, USER=PLACEHOLDER, PASSWORD=PLACEHOLDER, AUTO_POSITION="1",
+                CONNECT_RETRY="1", RETRY_COUNT=str(self.RETRY_COUNT),
+            )  # fmt: skip
         return sql, (host, port, user, password)
 
     RETRY_COUNT = 86400
@@ -129,37 +216,77 @@ class Dialect:
         receiver stopped). MariaDB keeps them in master_retry_count, 86400 by default."""
         if self.is_mariadb:
             return None
-        return f"CHANGE REPLICATION SOURCE TO SOURCE_CONNECT_RETRY=1, SOURCE_RETRY_COUNT={self.RETRY_COUNT}"
+        return self.change(CONNECT_RETRY="1", RETRY_COUNT=str(self.RETRY_COUNT))
 
     def set_source_delay(self, seconds: int) -> str:
-        column = "MASTER_DELAY" if self.is_mariadb else "SOURCE_DELAY"
-        return f"CHANGE {'MASTER' if self.is_mariadb else 'REPLICATION SOURCE'} TO {column}={int(seconds)}"
+        if self.is_mariadb:
+            return f"CHANGE MASTER TO MASTER_DELAY={int(seconds)}"
+        return self.change(DELAY=str(int(seconds)))
 
     def network_options(self, compression: str, zstd_level: int, ssl: bool) -> str:
-        """MySQL 8.0.18+: the replica connection's compression and TLS (run with the replica stopped)."""
+        """The replica connection's compression (MySQL 8.0.18+) and TLS (run with the replica stopped)."""
         if compression not in ("uncompressed", "zlib", "zstd"):
             raise ValueError(f"unknown compression {compression!r}")
-        return (
-            f"CHANGE REPLICATION SOURCE TO SOURCE_COMPRESSION_ALGORITHMS='{compression}', "
-            f"SOURCE_ZSTD_COMPRESSION_LEVEL={int(zstd_level)}, SOURCE_SSL={1 if ssl else 0}"
+        if not self.mysql_at_least(8, 0, 18) and compression == "uncompressed":
+            return self.change(SSL=str(int(ssl)))  # TLS is older than the compression options
+        self.require("the replica connection's compression (SOURCE_COMPRESSION_ALGORITHMS)", 8, 0, 18)
+        return self.change(
+            COMPRESSION_ALGORITHMS=f"'{compression}'", ZSTD_COMPRESSION_LEVEL=str(int(zstd_level)), SSL=str(int(ssl))
         )
+
+    def binlog_compression(self, on: bool) -> str:
+        """MySQL 8.0.20+: the source compresses each transaction's events in the binlog (zstd)."""
+        self.require("binlog transaction compression (binlog_transaction_compression)", 8, 0, 20)
+        return f"SET GLOBAL binlog_transaction_compression = {'ON' if on else 'OFF'}"
 
     def semi_sync_names(self, role: str) -> tuple[str | None, str | None, str]:
         """(plugin, library, variable prefix) of semi-sync for role 'source' or 'replica'.
-        MySQL 8.0.26+ loads semisync_source.so / semisync_replica.so; MariaDB 10.3+ has it built in."""
+        MySQL 8.0.26+ loads semisync_source.so / semisync_replica.so, older MySQL semisync_master.so /
+        semisync_slave.so; MariaDB 10.3+ has it built in."""
         if role not in ("source", "replica"):
             raise ValueError(f"role {role!r} is not source or replica")
+        old = "master" if role == "source" else "slave"
         if self.is_mariadb:
-            return None, None, "rpl_semi_sync_master" if role == "source" else "rpl_semi_sync_slave"
+            return None, None, f"rpl_semi_sync_{old}"
+        if not self.mysql_at_least(8, 0, 26):
+            return f"rpl_semi_sync_{old}", f"semisync_{old}.so", f"rpl_semi_sync_{old}"
         return f"rpl_semi_sync_{role}", f"semisync_{role}.so", f"rpl_semi_sync_{role}"
 
-    start_replica = "START REPLICA"
-    stop_replica = "STOP REPLICA"
-    replica_status = "SHOW REPLICA STATUS"
+    @property
+    def start_replica(self) -> str:
+        return f"START {self._replica}"
+
+    @property
+    def stop_replica(self) -> str:
+        return f"STOP {self._replica}"
+
+    def io_thread(self, verb: str) -> str:
+        """START or STOP the receiver (I/O) thread only."""
+        if verb not in ("START", "STOP"):
+            raise ValueError(f"verb {verb!r} is not START or STOP")
+        return f"{verb} {self._replica} IO_THREAD"
+
+    @property
+    def replica_status(self) -> str:
+        return f"SHOW {self._replica} STATUS"
 
     @property
     def reset_replica(self) -> str:
-        return "RESET SLAVE ALL" if self.is_mariadb else "RESET REPLICA ALL"
+        return f"RESET {self._replica} ALL"
+
+    @property
+    def reset_binary_logs(self) -> str:
+        """Drops the binary logs and the executed set (RESET MASTER before MySQL 8.2, removed in 8.4)."""
+        return "RESET BINARY LOGS AND GTIDS" if self.mysql_at_least(8, 2, 0) else "RESET MASTER"
+
+    def set_lasting(self, variable: str, value: int | str) -> str:
+        """SET PERSIST where the server has it, else SET GLOBAL."""
+        return f"SET {'PERSIST' if self.persists else 'GLOBAL'} {variable} = {value}"
+
+    @property
+    def skip_replica_start(self) -> str:
+        """The option that keeps the replica threads stopped at server start (renamed in 8.0.26)."""
+        return "skip_replica_start" if self.mysql_at_least(8, 0, 26) else "skip_slave_start"
 
     @property
     def executed_gtids(self) -> str:
@@ -176,10 +303,10 @@ class Dialect:
 
     @property
     def applier_timestamps(self) -> str | None:
-        """MySQL only, one row: the newest applied transaction (original commit, start and end of its
-        apply, by the worker that applied last) and the last one the receiver queued (original commit,
-        end of queueing), as epoch seconds, each with its GTID: what the lag split is made of."""
-        if self.is_mariadb:
+        """MySQL 8.0.1+ only, one row: the newest applied transaction (original commit, start and end of
+        its apply, by the worker that applied last) and the last one the receiver queued (original
+        commit, end of queueing), as epoch seconds, each with its GTID: what the lag split is made of."""
+        if self.lag_split_unavailable:
             return None
         return (
             "SELECT w.gtid AS applied_gtid, w.committed, w.started, w.applied, "

@@ -426,6 +426,12 @@ class LagRecorder:
         reader = self._further.get(name)
         return None if reader is None else reader.samples
 
+    @property
+    def split_unavailable(self) -> str | None:
+        """Why mysql-target's lag split is not measured (its server's version), or None."""
+        dialect = self.reader.dialect
+        return dialect.lag_split_unavailable if dialect else None
+
     def latest(self) -> dict[str, dict]:
         """Every replica's newest sample, by name."""
         out = {self.target.name: self.samples[-1].as_dict()} if self.samples else {}

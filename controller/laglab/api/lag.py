@@ -40,4 +40,5 @@ def lag(query: models.LagQuery):
         "csv": f"results/{recorder.run.path.name}/lag.csv",
         "window_seconds": seconds,
         "samples": [s.as_dict() for s in window(samples, seconds, after=query.since)],
+        "split_unavailable": recorder.split_unavailable,
     }

@@ -221,6 +221,10 @@ class LagWindow(Out):
     csv: str
     window_seconds: float
     samples: list[LagSample]
+    split_unavailable: str | None = Field(
+        None, description="why this replica's lag split (transit, queue, apply) is not measured: its server has no "
+        "per-transaction applier timestamps (MariaDB, MySQL before 8.0.1); null where it is, or not yet known",
+    )  # fmt: skip
 
 
 class LabProblem(Out):

@@ -15,25 +15,28 @@ import time
 
 import pymysql
 
-from ..db import Endpoint, connect, wait_connect
+from ..db import PLACEHOLDER, Dialect, Endpoint, connect, server_dialect, wait_connect
 from ..deadline import TimedOut, poll
 from .cluster import Cluster, ClusterError, ensure_lab_account, rows, say, status_var
 
+NEWEST = Dialect("mysql")
 STABLE = ("ONLINE",)
 TRANSIENT = ("RECOVERING",)
 
 
-def recovery_statements(user: str, password: str) -> list[tuple[str, tuple | None]]:
-    """Recovery account on a node before it joins, kept out of the binary log (it exists on every node)."""
+def recovery_statements(user: str, password: str, dialect: Dialect = NEWEST) -> list[tuple[str, tuple | None]]:
+    """Recovery account on a node before it joins, kept out of the binary log (it exists on every node).
+    BACKUP_ADMIN lets a joiner clone (MySQL 8.0.17+), CONNECTION_ADMIN is 8.0's; 5.7 grants neither."""
+    privileges = (
+        "REPLICATION SLAVE, BACKUP_ADMIN, CONNECTION_ADMIN" if dialect.mysql_at_least(8, 0, 17) else "REPLICATION SLAVE"
+    )
+    change = dialect.change(USER=PLACEHOLDER, PASSWORD=PLACEHOLDER)
     return [
         ("SET SQL_LOG_BIN = 0", None),
         ("CREATE USER IF NOT EXISTS %s@'%%' IDENTIFIED BY %s", (user, password)),
-        ("GRANT REPLICATION SLAVE, BACKUP_ADMIN, CONNECTION_ADMIN ON *.* TO %s@'%%'", (user,)),
+        (f"GRANT {privileges} ON *.* TO %s@'%%'", (user,)),
         ("SET SQL_LOG_BIN = 1", None),
-        (
-            "CHANGE REPLICATION SOURCE TO SOURCE_USER=%s, SOURCE_PASSWORD=%s FOR CHANNEL 'group_replication_recovery'",
-            (user, password),
-        ),
+        (f"{change} FOR CHANNEL 'group_replication_recovery'", (user, password)),
     ]
 
 
@@ -131,7 +134,9 @@ class GroupReplication(Cluster):
                     # A failed join (start_on_boot with no group to join) leaves the node super-read-only;
                     # START GROUP_REPLICATION sets it again as the node's role requires.
                     cur.execute("SET GLOBAL super_read_only = OFF")
-                    for sql, args in recovery_statements(settings.REPL_USER, settings.REPL_PASSWORD):
+                    for sql, args in recovery_statements(
+                        settings.REPL_USER, settings.REPL_PASSWORD, server_dialect(conn)
+                    ):
                         cur.execute(sql, args)
             if not any(s in STABLE for s in states):
                 first = max(range(len(conns)), key=lambda i: (gtid_count(conns[i]), -i))
@@ -151,7 +156,7 @@ class GroupReplication(Cluster):
                 cls._wait_online(endpoint, conn, 300)
                 with conn.cursor() as cur:
                     # A restarted node rejoins by itself; the first boot never does (the group must exist).
-                    cur.execute("SET PERSIST group_replication_start_on_boot = ON")
+                    cur.execute(server_dialect(conn).set_lasting("group_replication_start_on_boot", "ON"))
         finally:
             for conn in conns:
                 conn.close()

@@ -20,11 +20,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-HOLD = "SET PERSIST_ONLY skip_replica_start = ON"
-RELEASE = "RESET PERSIST IF EXISTS skip_replica_start"
-HELD = (
-    "SELECT VARIABLE_VALUE AS v FROM performance_schema.persisted_variables WHERE VARIABLE_NAME = 'skip_replica_start'"
-)
+from ..db import Dialect
+
+NEWEST = Dialect("mysql")
+
+
+def hold_statement(dialect: Dialect) -> str:
+    """Persisted for the next start only (PERSIST_ONLY, MySQL 8.0.11+): the hold needs no restart."""
+    dialect.require("the hand-over's hold of the replica (SET PERSIST_ONLY)", 8, 0, 11)
+    return f"SET PERSIST_ONLY {dialect.skip_replica_start} = ON"
+
+
+def release_statement(dialect: Dialect) -> str:
+    return f"RESET PERSIST IF EXISTS {dialect.skip_replica_start}"
+
+
+def held_query(dialect: Dialect) -> str:
+    return (
+        "SELECT VARIABLE_VALUE AS v FROM performance_schema.persisted_variables "
+        f"WHERE VARIABLE_NAME = '{dialect.skip_replica_start}'"
+    )
+
+
+HOLD, RELEASE, HELD = hold_statement(NEWEST), release_statement(NEWEST), held_query(NEWEST)
 DTLE_TABLE = ("dtle", "gtid_executed_v4")  # DTLE 4.x: (job_name, source_uuid BINARY(16), gtid, gtid_set)
 DTLE_JOB = "laglab"
 
@@ -35,17 +53,17 @@ def _one(conn, sql: str, args=None) -> dict | None:
         return cur.fetchone()
 
 
-def hold(conn) -> None:
+def hold(conn, dialect: Dialect = NEWEST) -> None:
     """From the target's next start on, its replica stays stopped until the lab starts it."""
-    _one(conn, HOLD)
+    _one(conn, hold_statement(dialect))
 
 
-def release(conn) -> None:
-    _one(conn, RELEASE)
+def release(conn, dialect: Dialect = NEWEST) -> None:
+    _one(conn, release_statement(dialect))
 
 
-def held(conn) -> bool:
-    row = _one(conn, HELD)
+def held(conn, dialect: Dialect = NEWEST) -> bool:
+    row = _one(conn, held_query(dialect))
     return bool(row) and str(row["v"]).upper() in ("ON", "1", "TRUE")
 
 
@@ -128,31 +146,31 @@ def verdict(conn, source_executed: str) -> Verdict:
     return Verdict(is_held, record, executed, errant, resume_from, "; ".join(why))
 
 
-def resume_statements(gtids: str) -> list[tuple[str, tuple | None]]:
+def resume_statements(gtids: str, dialect: Dialect = NEWEST) -> list[tuple[str, tuple | None]]:
     """Native replication goes on after `gtids` (what others applied): it becomes the target's executed
     set (its binary logs are dropped: it is a replica in this lab), then auto-positioning asks the
     source for everything else. The check between the two is the hand-over's own: the set native resumes
     from must equal what was applied, no more (a gap) and no less (applied twice)."""
     return [
-        ("STOP REPLICA", None),
-        ("RESET BINARY LOGS AND GTIDS", None),
+        (dialect.stop_replica, None),
+        (dialect.reset_binary_logs, None),
         ("SET GLOBAL gtid_purged = %s", (gtids,)),
     ]
 
 
-def resume(conn, gtids: str, start: str = "START REPLICA") -> None:
+def resume(conn, gtids: str, dialect: Dialect = NEWEST) -> None:
     """Runs resume_statements, checks the target's executed set is exactly `gtids`, starts the replica
     and releases the hold. Raises HandOverError when the set differs (the replica stays stopped)."""
     with conn.cursor() as cur:
-        for sql, args in resume_statements(gtids):
+        for sql, args in resume_statements(gtids, dialect):
             cur.execute(sql, args)
         cur.execute("SELECT @@GLOBAL.gtid_executed AS g, GTID_SUBSET(@@GLOBAL.gtid_executed, %s) AND "
                     "GTID_SUBSET(%s, @@GLOBAL.gtid_executed) AS same", (gtids, gtids))  # fmt: skip
         row = cur.fetchone()
         if not int(row["same"]):
             raise HandOverError(f"after the hand-back the target's executed set is {row['g']!r}, not {gtids!r}")
-        cur.execute(start)
-        cur.execute(RELEASE)
+        cur.execute(dialect.start_replica)
+        cur.execute(release_statement(dialect))
 
 
 class HandOverError(RuntimeError):

@@ -59,9 +59,10 @@ def prepare_source(conn, repl_user: str, repl_password: str) -> None:
         cur.execute(HEARTBEAT_DDL)
 
 
-def replica_state(conn) -> dict | None:
+def replica_state(conn, dialect: Dialect | None = None) -> dict | None:
+    """SHOW REPLICA STATUS (SHOW SLAVE STATUS before MySQL 8.0.22) as one row, or None."""
     with conn.cursor() as cur:
-        cur.execute("SHOW REPLICA STATUS")
+        cur.execute((dialect or server_dialect(conn)).replica_status)
         return cur.fetchone()
 
 
@@ -87,7 +88,7 @@ def configure_target(
     """Returns what it did: 'kept', 'updated' (reconnect settings), 'configured', 'repaired', 'resumed
     from DTLE's record' or 'left to DTLE'. `source_executed` (MySQL): the source's executed set, for
     the hand-over check; `dtle_job`: () -> 'running' | 'stopped' | None (no DTLE), stops a job not running."""
-    status = replica_state(conn)
+    status = replica_state(conn, dialect)
     if source_executed is not None and not dialect.is_mariadb:
         resumed = _resume_after_hand_over(
             conn, dialect, status, source, repl_user, repl_password, source_executed, dtle_job
@@ -99,9 +100,9 @@ def configure_target(
         if dialect.retry_settings and retries is not None and int(retries) < dialect.RETRY_COUNT:
             # A lab made before the receiver retried for a day: it gave up after 10 s without its source.
             with conn.cursor() as cur:
-                cur.execute("STOP REPLICA IO_THREAD")
+                cur.execute(dialect.io_thread("STOP"))
                 cur.execute(dialect.retry_settings)
-                cur.execute("START REPLICA IO_THREAD")
+                cur.execute(dialect.io_thread("START"))
             return "updated"
         return "kept"
     with conn.cursor() as cur:
@@ -151,16 +152,17 @@ def _resume_after_hand_over(conn, dialect, status, source, repl_user, repl_passw
         sql, args = dialect.change_source(source.host, source.port, repl_user, repl_password)
         with conn.cursor() as cur:
             cur.execute(sql, args)
-    handover.resume(conn, verdict.resume_from)
+    handover.resume(conn, verdict.resume_from, dialect)
     return "resumed from DTLE's record"
 
 
 def wait_running(conn, seconds: float, sleep=time.sleep) -> dict:
     last: dict = {}
+    dialect = server_dialect(conn)
 
     def running() -> dict | None:
         last.clear()
-        last.update(replica_state(conn) or {})
+        last.update(replica_state(conn, dialect) or {})
         both = (replica_field(last, "Replica_IO_Running"), replica_field(last, "Replica_SQL_Running"))
         return dict(last) if both == ("Yes", "Yes") else None
 
@@ -176,17 +178,16 @@ def wait_running(conn, seconds: float, sleep=time.sleep) -> dict:
 
 def own_server_id(conn, dialect: Dialect, server_id: int) -> None:
     """Each replica its own server_id (two with one id cut each other off from the source). Persisted
-    where the server can (MySQL's SET PERSIST); MariaDB has no SET PERSIST, so the job sets it again
-    after a restart (a Kubernetes Job re-run, as after any scaling)."""
+    where the server can (SET PERSIST, MySQL 8.0.11+); elsewhere (MariaDB, MySQL 5.7) the job sets it
+    again after a restart (a Kubernetes Job re-run, as after any scaling)."""
     with conn.cursor() as cur:
         cur.execute("SELECT @@GLOBAL.server_id AS id")
         if int(cur.fetchone()["id"]) == server_id:
             return
-        cur.execute(f"SET {'GLOBAL' if dialect.is_mariadb else 'PERSIST'} server_id = {int(server_id)}")
-        if replica_state(conn):  # a receiver already connected asked with the old id: ask again
-            io = "SLAVE IO_THREAD" if dialect.is_mariadb else "REPLICA IO_THREAD"
-            cur.execute(f"STOP {io}")
-            cur.execute(f"START {io}")
+        cur.execute(dialect.set_lasting("server_id", int(server_id)))
+        if replica_state(conn, dialect):  # a receiver already connected asked with the old id: ask again
+            cur.execute(dialect.io_thread("STOP"))
+            cur.execute(dialect.io_thread("START"))
     say(f"server_id {server_id}")
 
 
@@ -212,8 +213,7 @@ def semi_sync_statements(dialect: Dialect, role: str, enabled: bool, timeout_ms:
     if role == "source" and enabled:
         out.append(f"SET GLOBAL {prefix}_timeout = {int(timeout_ms)}")
     if role == "replica":
-        io = "SLAVE IO_THREAD" if dialect.is_mariadb else "REPLICA IO_THREAD"
-        out += [f"STOP {io}", f"START {io}"]
+        out += [dialect.io_thread("STOP"), dialect.io_thread("START")]
     return out
 
 
@@ -221,14 +221,14 @@ def set_semi_sync(source: Endpoint, target: Endpoint, enabled: bool, timeout_ms:
     """Semi-sync on or off on both servers; returns the source's view afterwards."""
     src, dst = connect(source, timeout=5), connect(target, timeout=5, read_timeout=60)
     try:
-        dialect = server_dialect(src)
         for conn, role in ((src, "source"), (dst, "replica")):
+            dialect = server_dialect(conn)  # each its own: a cross-version pair names them differently
             plugin = dialect.semi_sync_names(role)[0]
             installed = plugin is None or _plugin_active(conn, plugin)
             with conn.cursor() as cur:
                 for sql in semi_sync_statements(dialect, role, enabled, timeout_ms, installed):
                     cur.execute(sql)
-        return semi_sync_state(src, dialect, wait_for_clients=enabled)
+        return semi_sync_state(src, server_dialect(src), wait_for_clients=enabled)
     finally:
         src.close()
         dst.close()
@@ -284,18 +284,21 @@ def semi_sync_command(settings, environ, on: bool) -> int:
 
 def option_statements(dialect: Dialect, wanted: tuple) -> list[tuple[str, str]]:
     """(server, sql) that give the replica connection the wanted (compression, zstd level, TLS,
-    binlog transaction compression). MariaDB has none of them: the defaults only."""
-    if dialect.is_mariadb:
-        if tuple(wanted) != DEFAULT_NETWORK:
-            raise RuntimeError("replicator options are MySQL's; the MariaDB flavour runs with defaults only")
-        return []
+    binlog transaction compression). A server without these options (MariaDB; MySQL before 8.0.18
+    for the connection's, 8.0.20 for the binlog's) runs with the defaults; asking it for another
+    value is refused with the version that brings it (VersionUnsupported)."""
     compression, level, ssl, binlog_compression = wanted
-    return [
-        ("source", f"SET GLOBAL binlog_transaction_compression = {'ON' if binlog_compression else 'OFF'}"),
-        ("target", dialect.stop_replica),
-        ("target", dialect.network_options(compression, level, ssl)),
-        ("target", dialect.start_replica),
-    ]
+    default = DEFAULT_NETWORK
+    out: list[tuple[str, str]] = []
+    if binlog_compression != default[3] or dialect.mysql_at_least(8, 0, 20):
+        out.append(("source", dialect.binlog_compression(binlog_compression)))
+    if tuple(wanted[:3]) != default[:3] or not dialect.is_mariadb:
+        out += [
+            ("target", dialect.stop_replica),
+            ("target", dialect.network_options(compression, level, ssl)),
+            ("target", dialect.start_replica),
+        ]
+    return out
 
 
 class NativeOptions(BaseModel):
@@ -422,7 +425,7 @@ class NativeLink:
         """The target's replica stays stopped across its restarts until the hand-back (handover.hold)."""
         conn = connect(self.target, timeout=5)
         try:
-            handover.hold(conn)
+            handover.hold(conn, server_dialect(conn))
         finally:
             conn.close()
 
@@ -435,6 +438,6 @@ class NativeLink:
         that set, and the hold is released (handover.resume)."""
         conn = connect(self.target, timeout=5, read_timeout=60)
         try:
-            handover.resume(conn, applied)
+            handover.resume(conn, applied, server_dialect(conn))
         finally:
             conn.close()

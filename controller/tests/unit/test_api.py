@@ -11,6 +11,7 @@ from ..conftest import authorized
 class FakeRecorder:
     interval = 0.1
     target = type("Target", (), {"name": "mysql-target"})
+    split_unavailable = "MariaDB 10.11.14 has no per-transaction applier timestamps (performance_schema, MySQL 8.0.1+)"
 
     def __init__(self, epochs):
         self.samples = collections.deque(
@@ -62,6 +63,7 @@ def test_lag_window(app, client):
     assert [s["epoch"] for s in body["samples"]] == [3.0, 4.0]
     assert body["latest"]["epoch"] == 4.0
     assert body["csv"] == "results/20260101T000000Z-live/lag.csv"
+    assert body["split_unavailable"].startswith("MariaDB 10.11.14 has no per-transaction applier timestamps")
 
 
 def test_a_further_replicas_lag_and_metrics(app, client):

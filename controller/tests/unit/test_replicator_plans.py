@@ -6,7 +6,7 @@ change of kind restoring the previous kind first."""
 import pytest
 
 import laglab.scenarios.runner as runner
-from laglab.db import Dialect
+from laglab.db import Dialect, VersionUnsupported
 from laglab.replicators import KINDS, native
 from laglab.replicators.base import ClusterPlan
 from laglab.replicators.galera import Galera
@@ -28,8 +28,11 @@ def test_native_options_are_exact_statements_on_each_server():
         ("target", "START REPLICA"),
     ]
     assert native.option_statements(Dialect("mariadb"), native.DEFAULT_NETWORK) == []
-    with pytest.raises(RuntimeError, match="the MariaDB flavour runs with defaults only"):
+    with pytest.raises(VersionUnsupported, match=r"compression .* needs MySQL 8.0.18 or newer; the server is MariaDB"):
         native.option_statements(Dialect("mariadb"), ("zstd", 3, False, False))
+    assert native.option_statements(Dialect.from_version("10.5.29-MariaDB"), ("uncompressed", 3, True, False)) == [
+        ("target", "STOP SLAVE"), ("target", "CHANGE MASTER TO MASTER_SSL=1"), ("target", "START SLAVE"),
+    ]  # fmt: skip
 
 
 def server(name, log, version="9.7.4") -> FakeConnection:

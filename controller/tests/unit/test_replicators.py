@@ -97,15 +97,16 @@ def test_committed_agent_configs_are_the_rendered_ones():
 
 
 @pytest.mark.parametrize(
-    ("flavor", "current", "replicating", "expected"),
+    ("version", "current", "replicating", "expected"),
     [
-        ("mysql", 2, True, ["SET PERSIST server_id = 3", "STOP REPLICA IO_THREAD", "START REPLICA IO_THREAD"]),
-        ("mysql", 2, False, ["SET PERSIST server_id = 3"]),
-        ("mariadb", 2, True, ["SET GLOBAL server_id = 3", "STOP SLAVE IO_THREAD", "START SLAVE IO_THREAD"]),
-        ("mysql", 3, True, []),
+        ("9.7.4", 2, True, ["SET PERSIST server_id = 3", "STOP REPLICA IO_THREAD", "START REPLICA IO_THREAD"]),
+        ("8.4.6", 2, False, ["SET PERSIST server_id = 3"]),
+        ("10.11.18-MariaDB", 2, True, ["SET GLOBAL server_id = 3", "STOP SLAVE IO_THREAD", "START SLAVE IO_THREAD"]),
+        ("5.7.44-log", 2, True, ["SET GLOBAL server_id = 3", "STOP SLAVE IO_THREAD", "START SLAVE IO_THREAD"]),
+        ("9.7.4", 3, True, []),
     ],
 )
-def test_each_replica_of_a_statefulset_gets_its_own_server_id(flavor, current, replicating, expected):
+def test_each_replica_of_a_statefulset_gets_its_own_server_id(version, current, replicating, expected):
     """The pods of one StatefulSet share target.cnf (server-id 2): two replicas with one id cut each
     other off from the source, so the set-up Job gives pod k 2+k, and a receiver already connected
     asks again with it."""
@@ -117,10 +118,10 @@ def test_each_replica_of_a_statefulset_gets_its_own_server_id(flavor, current, r
     def answer(sql, args):
         if "@@GLOBAL.server_id" in sql:
             return [{"id": current}]
-        if sql == "SHOW REPLICA STATUS":
+        if sql in ("SHOW REPLICA STATUS", "SHOW SLAVE STATUS"):  # MariaDB answers both; MySQL 5.7 the second
             return [{"Replica_IO_Running": "Yes"}] if replicating else []
         return []
 
     conn = FakeConnection(answer)
-    native.own_server_id(conn, Dialect(flavor), 3)
+    native.own_server_id(conn, Dialect.from_version(version), 3)
     assert [s for s in conn.log if not s.startswith(("SELECT", "SHOW"))] == expected
