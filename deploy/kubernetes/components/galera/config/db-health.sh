@@ -14,6 +14,8 @@ case "${1:-}" in
     exit 0 ;;
   *) exec "$client" -uroot -h127.0.0.1 --protocol=tcp -N -B -e 'SELECT 1' >/dev/null ;;
 esac
-status=$("$client" -uroot -h127.0.0.1 --protocol=tcp --vertical -e 'SHOW REPLICA STATUS')
+# SHOW REPLICA STATUS from MySQL 8.0.22 (the only form from 8.4) and MariaDB 10.5; SHOW SLAVE STATUS before.
+status=$("$client" -uroot -h127.0.0.1 --protocol=tcp --vertical -e 'SHOW REPLICA STATUS' 2>/dev/null ||
+  "$client" -uroot -h127.0.0.1 --protocol=tcp --vertical -e 'SHOW SLAVE STATUS')
 echo "$status" | grep -Eq '(Replica|Slave)_IO_Running: Yes' || { echo "replica IO thread not running"; exit 1; }
 echo "$status" | grep -Eq '(Replica|Slave)_SQL_Running: Yes' || { echo "replica SQL thread not running"; exit 1; }
