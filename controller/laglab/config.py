@@ -66,6 +66,10 @@ def _image(name: str, value: str) -> str:
     return value
 
 
+def _optional_image(name: str, value: str) -> str:
+    return value and _image(name, value)
+
+
 def _identifier(name: str, value: str) -> str:
     if not _NAME_RE.match(value):
         raise ConfigError(name, f"{value!r} must be 1-32 letters, digits or underscores")
@@ -161,6 +165,13 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("DB_FLAVOR", "mysql", _flavor, "mysql or mariadb"),
     Variable("MYSQL_IMAGE", "mysql:8.4", _image, "server image when DB_FLAVOR=mysql"),
     Variable("MARIADB_IMAGE", "mariadb:11.4", _image, "server image when DB_FLAVOR=mariadb"),
+    Variable(
+        "SOURCE_IMAGE",
+        "",
+        _optional_image,
+        "mysql-source's own image (one flavour with TARGET_IMAGE: a cross-version pair); empty: the flavour's",
+    ),
+    Variable("TARGET_IMAGE", "", _optional_image, "mysql-target's own image; empty: the flavour's"),
     Variable("BASE_IMAGE", "debian:bookworm-slim", _image, "base of the controller and loadgen images"),
     Variable("MYSQL_ROOT_PASSWORD", "laglab", _password, "root password of both servers"),
     Variable("LAB_DATABASE", "lab", _identifier, "schema for load (sysbench, tests)"),
@@ -249,6 +260,8 @@ class Settings:
     DB_FLAVOR: str
     MYSQL_IMAGE: str
     MARIADB_IMAGE: str
+    SOURCE_IMAGE: str
+    TARGET_IMAGE: str
     BASE_IMAGE: str
     MYSQL_ROOT_PASSWORD: str
     LAB_DATABASE: str

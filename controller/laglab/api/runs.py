@@ -5,6 +5,7 @@ from pathlib import Path
 
 from flask import Blueprint, current_app
 
+from .. import servers
 from ..errors import ApiError
 from ..openapi import operation
 from ..scenarios.runner import ScenarioRun
@@ -39,6 +40,8 @@ def start(body: models.RunBody):
     except ScenarioError as error:
         raise ApiError(422, f"scenario: {error.path}: {error.message}") from None
     the_lab = lab()
+    if plan.scenario.servers is not None:  # the versions it is about, or no run (never others in their place)
+        servers.check(plan.scenario.servers.model_dump(), servers.reported([the_lab.source, the_lab.target]))
     with the_lab.runs_lock:  # the check and the insert as one step: 8 server threads answer at once
         if any(r.busy for r in the_lab.runs.values()):
             raise ApiError(409, "run: another run is in progress (or still cleaning up); wait for it or DELETE it")

@@ -27,7 +27,7 @@ from pydantic import (
     model_validator,
 )
 
-from .. import limits, presets, tcp_buffers
+from .. import limits, presets, servers, tcp_buffers
 from ..load import SCRIPTS, Profile
 from ..replicators import KINDS
 from ..replicators.base import ClusterPlan, ReplicatorPlan
@@ -539,6 +539,22 @@ class Reference(Section):
         ]
 
 
+class Servers(Section):
+    """The server versions the scenario is about, as image names: a cross-version pair is the upgrade
+    path customers ask about. The lab must run them (SOURCE_IMAGE / TARGET_IMAGE in .env, then make
+    up); a run on other versions is refused."""
+
+    source: str | None = Field(None, pattern=servers.IMAGE, description="mysql-source's image, e.g. `mysql:5.7`, `mariadb:10.5`")  # fmt: skip
+    target: str | None = Field(None, pattern=servers.IMAGE, description="mysql-target's image, e.g. `mysql:8.0`, `mariadb:11.8`")  # fmt: skip
+
+    @model_validator(mode="after")
+    def _one_flavour(self):
+        flavors = {servers.Promise.of(image).flavor for image in (self.source, self.target) if image}
+        if len(flavors) > 1:
+            raise ValueError("servers: source and target replicate within one flavour (MySQL or MariaDB)")
+        return self
+
+
 class Scenario(Section):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$", description="the results folder's suffix: lower case, digits, -")  # fmt: skip
     description: str = Field("", description="the ticket and its symptom: report.md's first paragraph")
@@ -556,6 +572,7 @@ class Scenario(Section):
     search: Search | None = None
     bottleneck: Bottleneck = Bottleneck()
     tcp_buffers: TcpBuffers | None = None
+    servers: Servers | None = Field(None, description="the server versions the scenario is about (a cross-version pair); the lab must run them")  # fmt: skip
 
     @model_validator(mode="after")
     def _cluster_rules(self):

@@ -100,4 +100,7 @@ def settings(scenario: dict, environment: dict) -> str:
     versions = environment.get("server_versions") or {}
     if versions:
         parts.append("servers " + ", ".join(f"{k} {v}" for k, v in versions.items()))
+    pinned = {role: image for role, image in (scenario.get("servers") or {}).items() if image}
+    if pinned:  # what the scenario is about (the run was refused unless the servers above are these)
+        parts.append("asked for " + ", ".join(f"{role} {image}" for role, image in pinned.items()))
     return "; ".join(parts) + "."

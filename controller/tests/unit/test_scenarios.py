@@ -214,3 +214,19 @@ def test_a_report_opens_with_the_verdict_the_ticket_and_the_settings(tmp_path):
     head = report.render(run).read_text().splitlines()[:3]
     assert head[0] == "# replication-latency-sweep: INTERRUPTED"
     assert head[2] == "**No verdict: the run interrupted.** the controller stopped during the run"
+
+
+def test_the_reports_settings_say_which_servers_the_scenario_asked_for(tmp_path):
+    """#39.4: a cross-version pair's report names the images the scenario pinned beside the versions
+    the servers reported."""
+    run = tmp_path / "run"
+    shutil.copytree(FIXTURES / "run", run)
+    plan = load_text("name: upgrade\nservers: {source: 'mariadb:10.5', target: 'mariadb:11.8'}\n")
+    (run / "scenario.json").write_text(json.dumps({"plan": plan.model_dump(mode="json")}))
+    versions = {"mysql-source": "10.5.23-MariaDB-0+deb11u1-log", "mysql-target": "11.8.3-MariaDB-1"}
+    (run / "environment.json").write_text(json.dumps({"server_versions": versions}))
+    text = report.render(run).read_text()
+    assert (
+        "servers mysql-source 10.5.23-MariaDB-0+deb11u1-log, mysql-target 11.8.3-MariaDB-1; "
+        "asked for source mariadb:10.5, target mariadb:11.8." in text
+    )

@@ -11,6 +11,8 @@ from laglab import config
 ROOT = Path(__file__).resolve().parents[3]
 # Read by make up on the host, not by a container: where they go instead.
 HOST_SIDE = {
+    "SOURCE_IMAGE": "scripts/images resolves it to RESOLVED_SOURCE_IMAGE (mysql-source's image) and SOURCE_CONFIG",
+    "TARGET_IMAGE": "scripts/images resolves it to RESOLVED_TARGET_IMAGE (mysql-target's image) and TARGET_CONFIG",
     "BASE_IMAGE": "scripts/images resolves it to RESOLVED_BASE_IMAGE (the builds' BASE_IMAGE arg)",
     "CONTROLLER_BIND": "the published address of the controller's port",
     "CONTROLLER_PORT": "the published port of the controller",
@@ -56,7 +58,8 @@ def test_the_controller_image_sees_the_semi_sync_timeout():
 def test_every_image_compose_names_is_in_env_example():
     """`.env.example` lacked DTLE_IMAGE and CONSUL_IMAGE: a user could not see how to pin them."""
     names = set(re.findall(r"\$\{(\w+_IMAGE):-", (ROOT / "compose.yaml").read_text()))
-    names -= {"RESOLVED_MYSQL_IMAGE", "RESOLVED_MARIADB_IMAGE", "RESOLVED_BASE_IMAGE", "RESOLVED_PROMETHEUS_IMAGE"}
+    names -= {"RESOLVED_MYSQL_IMAGE", "RESOLVED_MARIADB_IMAGE", "RESOLVED_BASE_IMAGE", "RESOLVED_PROMETHEUS_IMAGE",
+              "RESOLVED_SOURCE_IMAGE", "RESOLVED_TARGET_IMAGE"}  # fmt: skip
     names -= {"DB_IMAGE"}  # set by make up from DB_FLAVOR and MYSQL_IMAGE / MARIADB_IMAGE
     documented = set(re.findall(r"^(\w+_IMAGE)=", (ROOT / ".env.example").read_text(), re.M))
     assert {"DTLE_IMAGE", "CONSUL_IMAGE"} <= names
