@@ -195,11 +195,13 @@ class Dialect(Server):
         It retries a lost source every second for a day: with MySQL's retry count of 10 and the
         1 s interval, a source down for more than 10 s (a crash under load, found by
         source-crash-under-load) left the receiver stopped for good. MariaDB retries 86400 times
-        by default (master_retry_count)."""
+        by default (master_retry_count). TLS is the `ssl` option's to ask for, off by default as on
+        MySQL: MariaDB 11.x's replica asks for it unless told (an 11.8 replica of a 10.5 source, which
+        has no certificate, failed to connect: "SSL is required, but the server does not support it")."""
         if self.is_mariadb:
             sql = (
                 "CHANGE MASTER TO MASTER_HOST=%s, MASTER_PORT=%s, MASTER_USER=%s, MASTER_PASSWORD=%s, "
-                "MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1"
+                "MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1, MASTER_SSL=0"
             )
         else:
             sql = self.change(

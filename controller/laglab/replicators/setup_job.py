@@ -17,24 +17,32 @@ def setup(settings, environ) -> None:
     dst = wait_connect(target, 180)
     dialect = server_dialect(src)
     target_dialect = server_dialect(dst)
-    if dialect != target_dialect:
+    if dialect.flavor != target_dialect.flavor:
         raise RuntimeError(f"source is {dialect.flavor} but target is {target_dialect.flavor}")
-    say(f"{dialect.flavor} on both servers")
+    if dialect.version == target_dialect.version:
+        say(f"{dialect.describe()} on both servers")
+    else:  # a cross-version pair (SOURCE_IMAGE / TARGET_IMAGE): each server is spoken to in its own words
+        say(f"{dialect.describe()} replicating to {target_dialect.describe()}")
+        if target_dialect.version < dialect.version:
+            say(
+                "WARNING: the replica is older than its source; MySQL and MariaDB support replication to the same or a newer version only"
+            )
     prepare_source(src, settings.REPL_USER, settings.REPL_PASSWORD)
     # Inside the lab the replica reaches the source by service name on 3306.
     inside = Endpoint("mysql-source", 3306, "", "", "mysql-source")
     source_executed = None if dialect.is_mariadb else executed_gtids(src, dialect)
     for ordinal, replica in enumerate(replicas):
         conn = dst if ordinal == 0 else wait_connect(replica, 180)
+        replica_dialect = target_dialect if ordinal == 0 else server_dialect(conn)
         if len(replicas) > 1 or environ.get("LAGLAB_TARGET_STATEFULSET"):
-            own_server_id(conn, dialect, 2 + ordinal)  # one StatefulSet's pods share one target.cnf
+            own_server_id(conn, replica_dialect, 2 + ordinal)  # one StatefulSet's pods share one target.cnf
         if ordinal == 0:  # mysql-target: the one DTLE may hand back to
             action = configure_target(
-                conn, dialect, inside, settings.REPL_USER, settings.REPL_PASSWORD, source_executed,
+                conn, replica_dialect, inside, settings.REPL_USER, settings.REPL_PASSWORD, source_executed,
                 dtle_job=dtle_job_state,
             )  # fmt: skip
         else:
-            action = configure_target(conn, dialect, inside, settings.REPL_USER, settings.REPL_PASSWORD)
+            action = configure_target(conn, replica_dialect, inside, settings.REPL_USER, settings.REPL_PASSWORD)
         wait_running(conn, 60)
         say(f"{replica.name}: replica {action}; IO and SQL threads running" if len(replicas) > 1
             else f"replica {action}; IO and SQL threads running")  # fmt: skip

@@ -109,23 +109,36 @@ VERSIONS = {
     "10.5": {"CONTROLLER_PORT": 18180, "SOURCE_PORT": 23406, "TARGET_PORT": 23407},
     "11.8": {"CONTROLLER_PORT": 18280, "SOURCE_PORT": 23506, "TARGET_PORT": 23507},
 }
+PAIR_PORTS = {"CONTROLLER_PORT": 18380, "SOURCE_PORT": 23606, "TARGET_PORT": 23607}
+
+
+def lab_env(project: str, settings: str, ports: dict, folder) -> dict:
+    """The environment of a lab of its own: an env file with its project, settings and ports."""
+    env_file = folder / "lab.env"
+    env_file.write_text(f"COMPOSE_PROJECT_NAME={project}\n{settings}" + "".join(f"{k}={v}\n" for k, v in ports.items()))
+    drop = ("DB_FLAVOR", "COMPOSE_PROJECT_NAME", "PROFILE", "LAB_API_TOKEN", "SOURCE_IMAGE", "TARGET_IMAGE", *ports)
+    return {**{k: v for k, v in os.environ.items() if k not in drop}, "LAGLAB_ENV_FILE": str(env_file)}
+
+
+def test_make_up_stops_for_a_version_debian_does_not_carry(tmp_path):
+    """MySQL 5.7 cannot be pulled here and Debian has none: make up says so and which versions this
+    machine can run, and starts nothing (never MySQL 9.7 in 5.7's place)."""
+    env = lab_env("laglab-v57", "MYSQL_IMAGE=mysql:5.7\n", PAIR_PORTS, tmp_path)
+    up = subprocess.run([str(ROOT / "scripts/up")], env=env, capture_output=True, text=True, timeout=300)
+    assert up.returncode != 0
+    assert "mysql:5.7 (the mysql server image) is not here and cannot be pulled" in up.stderr, up.stderr[-2000:]
+    assert "Debian carries no server of that version" in up.stderr and "mariadb:10.5" in up.stderr
+    listed = subprocess.run(["docker", "ps", "-aq", "--filter", "label=com.docker.compose.project=laglab-v57"],
+                            capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert listed.stdout.strip() == ""
 
 
 @pytest.fixture(scope="module", params=sorted(VERSIONS))
 def versioned_lab(request, tmp_path_factory):
     version = request.param
     ports = VERSIONS[version]
-    env_file = tmp_path_factory.mktemp(f"v{version}") / "lab.env"
-    env_file.write_text(
-        f"COMPOSE_PROJECT_NAME=laglab-v{version.replace('.', '')}\nDB_FLAVOR=mariadb\nMARIADB_IMAGE=mariadb:{version}\n"
-        + "".join(f"{k}={v}\n" for k, v in ports.items())
-    )
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("DB_FLAVOR", "COMPOSE_PROJECT_NAME", "PROFILE", "LAB_API_TOKEN", *ports)
-    }
-    env["LAGLAB_ENV_FILE"] = str(env_file)
+    settings = f"DB_FLAVOR=mariadb\nMARIADB_IMAGE=mariadb:{version}\n"
+    env = lab_env(f"laglab-v{version.replace('.', '')}", settings, ports, tmp_path_factory.mktemp(f"v{version}"))
     up = subprocess.run([str(ROOT / "scripts/up")], env=env, capture_output=True, text=True, timeout=1200)
     try:
         assert up.returncode == 0, up.stderr[-3000:]
@@ -202,6 +215,34 @@ def test_a_fault_on_the_replica_and_replication_recovers(versioned_lab):
     wait_until(arrived, 120, message=f"MariaDB {version}'s replica back and caught up after its restart")
 
 
+def test_a_shaped_link_delays_the_replica_by_what_was_asked(versioned_lab):
+    """100 ms on what mysql-source sends mysql-target (./laglab shape): a heartbeat reaches the replica no
+    sooner (a busy host only adds delay), so the lag reaches 100 ms; cleared, it falls back below it."""
+    _, _, env, _ = versioned_lab
+    laglab = [str(ROOT / "laglab")]
+    shaped = subprocess.run([*laglab, "shape", "mysql-source", "--peer", "mysql-target", "--delay", "100ms"],
+                            env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert shaped.returncode == 0, shaped.stdout + shaped.stderr
+    api = Client.from_env(env)
+    try:
+
+        def lags() -> list[float]:
+            return [
+                s["lag_seconds"]
+                for s in api.get("/api/lag?seconds=2", timeout=10).json()["samples"]
+                if s["status"] == "ok"
+            ]
+
+        wait_until(lambda: max(lags(), default=0) >= 0.1, 30, message="a heartbeat 100 ms behind on the shaped link")
+    finally:
+        cleared = subprocess.run(
+            [*laglab, "clear", "mysql-source"], env=env, capture_output=True, text=True, timeout=60
+        )
+    assert cleared.returncode == 0, cleared.stdout + cleared.stderr
+    wait_until(lambda: max(lags(), default=1) < 0.1, 30, message="the lag back under 100 ms once cleared")
+
+
+@pytest.mark.parametrize("versioned_lab", ["10.5"], indirect=True)  # 11.8: the pair below runs it
 def test_the_customer_example_runs_quick_and_the_copy_is_identical(versioned_lab):
     version, _, env, _ = versioned_lab
     run = subprocess.run(
@@ -248,3 +289,41 @@ def test_mysql_97_takes_the_compression_options_in_its_words_and_gives_them_back
     finally:
         for conn in servers.values():
             conn.close()
+
+
+PINNED = (ROOT / "scenarios/customer-example-rtt180-2mbit.yaml").read_text() + (
+    "servers: {source: 'mariadb:10.5', target: 'mariadb:11.8'}\n"
+)
+
+
+def test_a_cross_version_pair_replicates_and_a_scenario_pinning_it_runs_there_only(tmp_path):
+    """The upgrade path (#39.4): SOURCE_IMAGE=mariadb:10.5 TARGET_IMAGE=mariadb:11.8, a lab of its own.
+    The customer example pinned to that pair runs there (its report names both); pinned to another
+    target it is refused before it starts, naming the make up that brings what it asks for."""
+    scenario, elsewhere = tmp_path / "upgrade.yaml", tmp_path / "other.yaml"
+    scenario.write_text(PINNED.replace("name: customer-example-rtt180-2mbit", "name: upgrade-10-5-to-11-8"))
+    elsewhere.write_text(scenario.read_text().replace("target: 'mariadb:11.8'", "target: 'mariadb:10.5'"))
+    settings = "DB_FLAVOR=mariadb\nSOURCE_IMAGE=mariadb:10.5\nTARGET_IMAGE=mariadb:11.8\n"
+    env = lab_env("laglab-pair", settings, PAIR_PORTS, tmp_path)
+    up = subprocess.run([str(ROOT / "scripts/up")], env=env, capture_output=True, text=True, timeout=1200)
+    laglab = [str(ROOT / "laglab"), "run"]
+    try:
+        assert up.returncode == 0, up.stderr[-3000:]
+        refused = subprocess.run([*laglab, str(elsewhere), "--quick"], cwd=ROOT, env=env, capture_output=True,
+                                 text=True, timeout=120)  # fmt: skip
+        said = refused.stderr + refused.stdout
+        assert (
+            refused.returncode != 0
+            and "servers.target: the scenario is about mariadb:10.5, but mysql-target runs 11.8." in said
+        ), said
+        assert "SOURCE_IMAGE=mariadb:10.5 TARGET_IMAGE=mariadb:10.5 in .env, then make clean && make up" in said
+        run = subprocess.run([*laglab, str(scenario), "--quick"], cwd=ROOT, env=env, capture_output=True, text=True,
+                             timeout=900)  # fmt: skip
+        assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+        report = (ROOT / re.search(r"report: (results/\S+/report\.md)", run.stdout)[1]).read_text()
+        assert re.search(r"servers mysql-source 10\.5\.\d+-MariaDB[^,;]*, mysql-target 11\.8\.\d+-MariaDB[^,;]*; "
+                         r"asked for source mariadb:10\.5, target mariadb:11\.8\.", report), report[:1500]  # fmt: skip
+        consistency = Client.from_env(env).get("/api/consistency?timeout=60", timeout=120).json()
+        assert consistency["identical"] is True, consistency["differences"]
+    finally:
+        subprocess.run([str(ROOT / "scripts/down"), "--volumes"], env=env, capture_output=True, timeout=300)

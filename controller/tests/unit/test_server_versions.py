@@ -150,7 +150,7 @@ MYSQL_57_VARIABLES = {
     "server_id", "log_bin", "gtid_mode", "enforce_gtid_consistency", "binlog_format", "binlog_row_image",
     "relay_log", "relay_log_recovery", "master_info_repository", "relay_log_info_repository",
     "skip_name_resolve", "max_connections", "log_slave_updates", "binlog_checksum",
-    "transaction_write_set_extraction", "innodb_buffer_pool_size",
+    "transaction_write_set_extraction", "innodb_buffer_pool_size", "character_set_server", "collation_server",
 }  # fmt: skip
 # Named in 8.0 and newer only (the 8.0 manual's "Added in" notes): a 5.7 server refuses to start on them.
 MYSQL_80_ONLY = {
