@@ -33,6 +33,17 @@ def tolerance(asked_ms: float) -> float:
     return max(1.0, 0.02 * asked_ms) + 1.5
 
 
+def delay_held(got: dict, asked_ms: float) -> bool:
+    """A ping run shows the asked delay, judged as physics allows: a busy guest only adds delay, so the
+    median may not fall short of what was asked (a delay not in force, or the previous one, does), and
+    the quickest reply, the one the host delayed least, shows the link itself. A symmetric bound on the
+    median failed a CI run on a busy machine: 42.9 ms for 40 asked, the quickest replies at 40.x."""
+    times = got["times"]
+    return (
+        bool(times) and got["median"] >= asked_ms - tolerance(asked_ms) and min(times) <= asked_ms + tolerance(asked_ms)
+    )
+
+
 def binomial_tolerance(asked: float, packets: int, sigmas: float = 4.0) -> float:
     """|measured - asked| allowed for a ratio of independent draws: 4 sigma of the binomial. The old
     fixed margins were about 3.2 sigma each, six of them a run: about one false failure in a hundred
@@ -48,7 +59,7 @@ def test_delay_on_a_link_is_the_rtt_both_ways(manager, backend, one_way_ms):
     got = ping(SRC, DST, count=60, interval=0.02)
     record("delay", backend, asked_ms=asked, median_ms=got["median"], p95_ms=got["p95"], p99_ms=got["p99"])
     assert got["received"] == 60
-    assert abs(got["median"] - asked) <= tolerance(asked), got["times"][:10]
+    assert delay_held(got, asked), got["times"][:10]
     # The tail in UML: the userspace worker is a Python process scheduled by a kernel that is itself a
     # process, so a ping or two in 60 can wait a few scheduler ticks (seen: 27 ms for 20 asked; 266 ms
     # for 250 in a CI run, which made p99 flaky). The tail checked here is p95 within 8 ms more; the
@@ -65,7 +76,7 @@ def test_one_link_only_per_peer_isolation(manager, backend):
     manager.put(SRC, parse_request({"delay": "40ms", "peer": DST}))
     shaped, other = ping(SRC, DST, count=30), ping(SRC, OTHER, count=30)
     record("isolation", backend, asked_ms=40, shaped_ms=shaped["median"], other_ms=other["median"])
-    assert abs(shaped["median"] - 40) <= tolerance(40)
+    assert delay_held(shaped, 40)
     assert other["median"] < 2.0, "the other link must stay unshaped"
 
 
@@ -80,10 +91,10 @@ def test_rate_is_what_iperf3_measures(manager, backend, mbit):
 def test_rate_with_delay_layers(manager, backend):
     """netem + tbf (kernel) or hold + htb (userspace) on one service: both act."""
     manager.put(OTHER, parse_request({"delay": "20ms", "rate": "10mbit"}))
-    rtt = ping(OTHER, DST, count=20)["median"]
+    pinged = ping(OTHER, DST, count=20)
     got = iperf3(OTHER, DST, seconds=4)
-    record("rate+delay", backend, asked_mbit=10, measured_mbit=round(got, 3), asked_ms=20, median_ms=rtt)
-    assert abs(rtt - 20) <= tolerance(20)
+    record("rate+delay", backend, asked_mbit=10, measured_mbit=round(got, 3), asked_ms=20, median_ms=pinged["median"])
+    assert delay_held(pinged, 20), pinged["times"]
     assert 8.0 <= got <= 10.2, got
 
 
@@ -102,7 +113,7 @@ def test_a_change_is_applied_in_place_without_losing_a_packet(manager, backend):
     lost = result["sent"] - result["received"]
     record("change_in_place", backend, changes=len(changes), lost=lost, control_ms_max=round(1000 * max(changes), 1))
     assert lost == 0, f"{lost} of {result['sent']} pings lost across {len(changes)} live changes"
-    assert abs(ping(SRC, DST, count=20)["median"] - 50) <= tolerance(50)
+    assert delay_held(ping(SRC, DST, count=20), 50)
 
 
 def test_a_change_reaches_the_next_packets(manager, backend):
@@ -176,17 +187,17 @@ def test_a_trace_at_100ms_bins_is_in_force_on_time(manager, backend):
     record("trace_100ms", backend, rows=rows, first_change_ms=round(first, 1), p50_ms=round(statistics.median(late), 1),
            p99_ms=round(percentile(late, 99), 1), max_ms=round(max(late), 1))  # fmt: skip
     assert max(late) < 100, f"rows in force up to {max(late):.0f} ms after their time"
-    assert abs(ping(SRC, DST, count=20)["median"] - 40) <= tolerance(40)
+    assert delay_held(ping(SRC, DST, count=20), 40)
 
 
 def test_switching_between_service_wide_and_per_peer_layouts(manager, backend):
     manager.put(SRC, parse_request({"delay": "30ms"}))
-    assert abs(ping(SRC, DST, count=20)["median"] - 30) <= tolerance(30)
+    assert delay_held(ping(SRC, DST, count=20), 30)
     manager.put(SRC, parse_request({"delay": "60ms", "peer": DST}))  # adds up with the service-wide 30
-    assert abs(ping(SRC, DST, count=20)["median"] - 90) <= tolerance(90)
-    assert abs(ping(SRC, OTHER, count=20)["median"] - 30) <= tolerance(30)
+    assert delay_held(ping(SRC, DST, count=20), 90)
+    assert delay_held(ping(SRC, OTHER, count=20), 30)
     manager.delete(SRC, DST)
-    assert abs(ping(SRC, DST, count=20)["median"] - 30) <= tolerance(30)
+    assert delay_held(ping(SRC, DST, count=20), 30)
     manager.delete(SRC)
     assert ping(SRC, DST, count=20)["median"] < 2.0
     assert "netem" not in ns_exec(SRC, "tc", "qdisc", "show", "dev", "eth0")
@@ -200,7 +211,7 @@ def test_plain_ping_sees_the_delay(manager, backend):
     got = ping(SRC, DST, count=40, interval=0.02, user_time=False)
     record("plain ping", backend, asked_ms=40, median_ms=got["median"], p95_ms=got["p95"])
     assert got["received"] == 40
-    assert abs(got["median"] - 40) <= tolerance(40), got["times"][:10]
+    assert delay_held(got, 40), got["times"][:10]
 
 
 def test_clearing_leaves_nothing_behind(manager, backend, namespaces):
@@ -294,7 +305,7 @@ def test_reconcile_after_a_crash_leaves_exactly_the_desired_state(backend, names
     second = make_manager(backend, namespaces, state)
     second.start(interval=0.2)
     try:
-        assert abs(ping(SRC, DST, count=20)["median"] - 35) <= tolerance(35)
+        assert delay_held(ping(SRC, DST, count=20), 35)
         if backend == "userspace":
             held = bridge_rules()
             assert held["hooks"] == 1 and len(held["rules"]) == 1, held  # one hook, one rule: nothing twice
