@@ -225,16 +225,25 @@ class Dialect(Server):
             return f"CHANGE MASTER TO MASTER_DELAY={int(seconds)}"
         return self.change(DELAY=str(int(seconds)))
 
-    def network_options(self, compression: str, zstd_level: int, ssl: bool) -> str:
-        """The replica connection's compression (MySQL 8.0.18+) and TLS (run with the replica stopped)."""
+    def network_options(self, compression: str, zstd_level: int, ssl: bool) -> list[str]:
+        """The replica connection's compression and TLS (run with the replica stopped). MySQL 8.0.18+
+        names the algorithm (SOURCE_COMPRESSION_ALGORITHMS: zlib, zstd); before it, and on MariaDB,
+        zlib is the only one, turned on by slave_compressed_protocol; zstd is refused there."""
         if compression not in ("uncompressed", "zlib", "zstd"):
             raise ValueError(f"unknown compression {compression!r}")
-        if not self.mysql_at_least(8, 0, 18) and compression == "uncompressed":
-            return self.change(SSL=str(int(ssl)))  # TLS is older than the compression options
-        self.require("the replica connection's compression (SOURCE_COMPRESSION_ALGORITHMS)", 8, 0, 18)
-        return self.change(
-            COMPRESSION_ALGORITHMS=f"'{compression}'", ZSTD_COMPRESSION_LEVEL=str(int(zstd_level)), SSL=str(int(ssl))
-        )
+        if self.mysql_at_least(8, 0, 18):
+            return [
+                self.change(
+                    COMPRESSION_ALGORITHMS=f"'{compression}'", ZSTD_COMPRESSION_LEVEL=str(int(zstd_level)),
+                    SSL=str(int(ssl)),
+                )
+            ]  # fmt: skip
+        if compression == "zstd":
+            self.require("zstd compression of the replica connection (SOURCE_COMPRESSION_ALGORITHMS)", 8, 0, 18)
+        return [
+            f"SET GLOBAL slave_compressed_protocol = {int(compression == 'zlib')}",
+            self.change(SSL=str(int(ssl))) if not self.is_mariadb else f"CHANGE MASTER TO MASTER_SSL={int(ssl)}",
+        ]
 
     def binlog_compression(self, on: bool) -> str:
         """MySQL 8.0.20+: the source compresses each transaction's events in the binlog (zstd)."""

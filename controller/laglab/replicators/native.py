@@ -284,30 +284,26 @@ def semi_sync_command(settings, environ, on: bool) -> int:
 
 def option_statements(dialect: Dialect, wanted: tuple) -> list[tuple[str, str]]:
     """(server, sql) that give the replica connection the wanted (compression, zstd level, TLS,
-    binlog transaction compression). A server without these options (MariaDB; MySQL before 8.0.18
-    for the connection's, 8.0.20 for the binlog's) runs with the defaults; asking it for another
-    value is refused with the version that brings it (VersionUnsupported)."""
+    binlog transaction compression), in the server's own words (Dialect.network_options: zlib by
+    slave_compressed_protocol before MySQL 8.0.18 and on MariaDB). A server without an option (binlog
+    compression before 8.0.20 and on MariaDB, zstd before 8.0.18) runs with its default, and asking
+    for another value is refused with the version that brings it (VersionUnsupported)."""
     compression, level, ssl, binlog_compression = wanted
-    default = DEFAULT_NETWORK
     out: list[tuple[str, str]] = []
-    if binlog_compression != default[3] or dialect.mysql_at_least(8, 0, 20):
+    if binlog_compression != DEFAULT_NETWORK[3] or dialect.mysql_at_least(8, 0, 20):
         out.append(("source", dialect.binlog_compression(binlog_compression)))
-    if tuple(wanted[:3]) != default[:3] or not dialect.is_mariadb:
-        out += [
-            ("target", dialect.stop_replica),
-            ("target", dialect.network_options(compression, level, ssl)),
-            ("target", dialect.start_replica),
-        ]
-    return out
+    network = [("target", sql) for sql in dialect.network_options(compression, level, ssl)]
+    return [*out, ("target", dialect.stop_replica), *network, ("target", dialect.start_replica)]
 
 
 class NativeOptions(BaseModel):
-    """The replica connection's options a point sets (MySQL; MariaDB runs with the defaults only)."""
+    """The replica connection's options a point sets, in each server's words (what a version lacks is
+    refused with the version that brings it)."""
 
     model_config = ConfigDict(extra="forbid")
-    compression: Literal["uncompressed", "zlib", "zstd"] = Field("uncompressed", description="native: the replica connection's protocol compression (SOURCE_COMPRESSION_ALGORITHMS)")  # fmt: skip
+    compression: Literal["uncompressed", "zlib", "zstd"] = Field("uncompressed", description="native: the replica connection's protocol compression (SOURCE_COMPRESSION_ALGORITHMS; zlib only, by slave_compressed_protocol, on MariaDB and MySQL before 8.0.18)")  # fmt: skip
     zstd_level: int = Field(3, ge=1, le=22, description="native: with zstd")
-    binlog_transaction_compression: bool = Field(False, description="native: the source compresses transactions in the binlog")  # fmt: skip
+    binlog_transaction_compression: bool = Field(False, description="native: the source compresses transactions in the binlog (MySQL 8.0.20+)")  # fmt: skip
     ssl: bool = Field(False, description="native: the replica connects over TLS")
     semi_sync: bool = Field(False, description="native: semi-synchronous replication (the source waits for one replica)")  # fmt: skip
 

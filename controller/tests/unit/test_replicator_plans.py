@@ -27,12 +27,20 @@ def test_native_options_are_exact_statements_on_each_server():
         ),
         ("target", "START REPLICA"),
     ]
-    assert native.option_statements(Dialect("mariadb"), native.DEFAULT_NETWORK) == []
-    with pytest.raises(VersionUnsupported, match=r"compression .* needs MySQL 8.0.18 or newer; the server is MariaDB"):
-        native.option_statements(Dialect("mariadb"), ("zstd", 3, False, False))
-    assert native.option_statements(Dialect.from_version("10.5.29-MariaDB"), ("uncompressed", 3, True, False)) == [
-        ("target", "STOP SLAVE"), ("target", "CHANGE MASTER TO MASTER_SSL=1"), ("target", "START SLAVE"),
+    # MariaDB (and MySQL before 8.0.18): zlib is slave_compressed_protocol, TLS MASTER_SSL; the defaults
+    # are said too, so that a point's zlib does not outlive it.
+    assert native.option_statements(Dialect("mariadb"), native.DEFAULT_NETWORK) == [
+        ("target", "STOP SLAVE"), ("target", "SET GLOBAL slave_compressed_protocol = 0"),
+        ("target", "CHANGE MASTER TO MASTER_SSL=0"), ("target", "START SLAVE"),
     ]  # fmt: skip
+    assert native.option_statements(Dialect.from_version("5.7.44-log"), ("zlib", 3, True, False)) == [
+        ("target", "STOP SLAVE"), ("target", "SET GLOBAL slave_compressed_protocol = 1"),
+        ("target", "CHANGE MASTER TO MASTER_SSL=1"), ("target", "START SLAVE"),
+    ]  # fmt: skip
+    with pytest.raises(VersionUnsupported, match=r"zstd .* needs MySQL 8.0.18 or newer; the server is MariaDB"):
+        native.option_statements(Dialect("mariadb"), ("zstd", 3, False, False))
+    with pytest.raises(VersionUnsupported, match=r"binlog .* needs MySQL 8.0.20 or newer; the server is MySQL 8.0.19"):
+        native.option_statements(Dialect.from_version("8.0.19"), ("uncompressed", 3, False, True))
 
 
 def server(name, log, version="9.7.4") -> FakeConnection:

@@ -11,7 +11,7 @@ from laglab.db import Dialect, Endpoint, VersionUnsupported, parse_version
 from laglab.replicators import handover, native
 from laglab.replicators.group_replication import recovery_statements
 
-from .server_versions import PARSE_ERROR, ServerError, VersionedServer, answer
+from .server_versions import PARSE_ERROR, ServerError, answer, versioned_server
 
 MYSQL = ["5.7.44-log", "5.7.44-48", "8.0.21", "8.0.22", "8.0.25", "8.0.36-28", "8.4.6", "9.7.4"]
 MARIADB = ["10.5.29-MariaDB-0+deb11u1", "10.6.21-MariaDB", "10.11.14-MariaDB-0+deb12u1", "11.8.3-MariaDB-1"]
@@ -45,7 +45,7 @@ def test_a_replica_is_set_up_in_its_servers_words(version):
     """The set-up job's statements on an unconfigured replica, then on a healthy one with the old
     retry count (MySQL), then the server id: each accepted by that version."""
     dialect = Dialect.from_version(version)
-    fresh = VersionedServer(version, replicating=False)
+    fresh = versioned_server(version, replicating=False)
     assert native.configure_target(fresh, dialect, SOURCE, "repl", "pw") == "configured"
     assert fresh.log[-1] == dialect.start_replica
     assert ("SLAVE" in dialect.start_replica) == ("MariaDB" in version or parse_version(version) < (8, 0, 22))
@@ -53,17 +53,17 @@ def test_a_replica_is_set_up_in_its_servers_words(version):
     def retries(sql, args):
         return []
 
-    healthy = VersionedServer(version, retries)
+    healthy = versioned_server(version, retries)
     healthy_status = native.replica_state(healthy, dialect)
     assert native.is_healthy(healthy_status, "mysql-source")
-    native.own_server_id(VersionedServer(version, lambda sql, args: [{"id": 2}]), dialect, 3)
+    native.own_server_id(versioned_server(version, lambda sql, args: [{"id": 2}]), dialect, 3)
 
 
 @pytest.mark.parametrize("version", MYSQL + MARIADB)
 def test_semi_sync_is_turned_on_with_this_versions_plugin_and_names(version):
     dialect = Dialect.from_version(version)
     for role in ("source", "replica"):
-        server = VersionedServer(version)
+        server = versioned_server(version)
         for sql in native.semi_sync_statements(dialect, role, True, 10000, installed=False):
             with server.cursor() as cur:
                 cur.execute(sql)
@@ -74,7 +74,7 @@ def test_semi_sync_is_turned_on_with_this_versions_plugin_and_names(version):
 @pytest.mark.parametrize("version", MYSQL + MARIADB)
 def test_the_replica_connections_options_run_or_are_refused_with_the_version_that_brings_them(version):
     dialect = Dialect.from_version(version)
-    server = VersionedServer(version)
+    server = versioned_server(version)
 
     def run(wanted):
         for _, sql in native.option_statements(dialect, wanted):
@@ -83,6 +83,7 @@ def test_the_replica_connections_options_run_or_are_refused_with_the_version_tha
 
     run(native.DEFAULT_NETWORK)  # the defaults: every version
     mysql = "MariaDB" not in version
+    run(("zlib", 3, False, False))  # zlib: every version (slave_compressed_protocol before 8.0.18)
     for wanted, needs in ((("zstd", 3, False, False), (8, 0, 18)), (("uncompressed", 3, False, True), (8, 0, 20))):
         if mysql and parse_version(version) >= needs:
             run(wanted)
@@ -100,7 +101,7 @@ def test_the_lag_split_is_read_where_the_server_has_it_and_said_unavailable_else
         assert "MariaDB" in version or parse_version(version) < (8, 0, 1)
         return
     assert dialect.lag_split_unavailable is None
-    with VersionedServer(version).cursor() as cur:
+    with versioned_server(version).cursor() as cur:
         cur.execute(dialect.applier_timestamps)
         cur.execute(dialect.wait_for_gtids(), ("uuid:1", 1))
 
@@ -113,7 +114,7 @@ def test_the_dtle_hand_over_holds_and_resumes_where_the_server_can_persist(versi
     def rows(sql, args):
         return [{"g": executed, "same": 1}] if "gtid_executed AS g" in sql else []
 
-    server = VersionedServer(version, rows)
+    server = versioned_server(version, rows)
     if parse_version(version) < (8, 0, 11):
         with pytest.raises(VersionUnsupported, match=r"SET PERSIST_ONLY\) needs MySQL 8\.0\.11 or newer"):
             handover.hold(server, dialect)
@@ -127,7 +128,7 @@ def test_the_dtle_hand_over_holds_and_resumes_where_the_server_can_persist(versi
 @pytest.mark.parametrize("version", MYSQL)
 def test_group_replications_recovery_account_in_this_versions_words(version):
     dialect = Dialect.from_version(version)
-    server = VersionedServer(version)
+    server = versioned_server(version)
     for sql, args in recovery_statements("repl", "pw", dialect):
         with server.cursor() as cur:
             cur.execute(sql, args)
@@ -135,7 +136,7 @@ def test_group_replications_recovery_account_in_this_versions_words(version):
 
 
 def test_a_statement_the_server_refuses_is_its_error_not_a_silent_pass():
-    server = VersionedServer("5.7.44-log")
+    server = versioned_server("5.7.44-log")
     with pytest.raises(ServerError) as refused, server.cursor() as cur:
         cur.execute("SET PERSIST server_id = 3")
     assert refused.value.code == PARSE_ERROR
