@@ -337,6 +337,7 @@ class LagRecorder:
         self._stop = threading.Event()
         self._seq = int(time.time() * 1000)  # increasing across controller restarts
         self._src = None
+        self.source_server: Dialect | None = None  # the source as the writer found it
         self.reader = ReplicaReader(target, interval, self.samples.maxlen)
         self._further: dict[str, ReplicaReader] = {}  # further replicas (follow()), by name
         self.source_error: str | None = None
@@ -369,6 +370,7 @@ class LagRecorder:
         try:
             if self._src is None:
                 self._src = connect(self.source, timeout=min(2.0, max(0.5, self.interval * 5)), tls=False)
+                self.source_server = server_dialect(self._src)  # what it runs (laglab status says it)
             self._seq += 1
             # One statement a heartbeat (HEARTBEAT_INTERVAL_MS=10 makes it a hundred a second). The
             # row's time is the controller's clock (pt-heartbeat style readers see it); what is
@@ -425,6 +427,11 @@ class LagRecorder:
             return self.samples
         reader = self._further.get(name)
         return None if reader is None else reader.samples
+
+    def servers(self) -> dict[str, str]:
+        """The version each server said when the recorder connected (`MySQL 9.7.4`, `MariaDB 10.5.23`)."""
+        found = {self.source.name: self.source_server, self.target.name: self.reader.dialect}
+        return {name: server.describe() for name, server in found.items() if server is not None}
 
     @property
     def split_unavailable(self) -> str | None:

@@ -45,6 +45,7 @@ def health():
             "samples": len(recorder.samples),
             "heartbeats_written": recorder.writes,
             "latest": latest.as_dict() if latest else None,
+            "servers": recorder.servers(),
         },
     }
 

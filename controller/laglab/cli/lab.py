@@ -76,6 +76,9 @@ def _print_status(data: dict) -> None:
             f"lag         {seconds(latest.get('lag_seconds'))} on {latest.get('replica')} ({latest.get('status')}), "
             f"heartbeat every {recorder.get('interval_ms')} ms"
         )
+    servers = recorder.get("servers") or {}
+    if servers:
+        click.echo("servers     " + ", ".join(f"{name} {version}" for name, version in servers.items()))
     for problem in health.get("problems") or []:
         click.echo(f"PROBLEM     {problem['message']} - repair: {problem['repair']}")
     restart = health.get("restart") or {}

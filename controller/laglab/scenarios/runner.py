@@ -179,6 +179,8 @@ class ScenarioRun:
         try:
             self._check("describing the environment")
             self.environment = environment.describe(self.lab)
+            if self.plan.scenario.servers is not None:  # what it is about, beside what the servers said
+                self.environment["servers_asked"] = self.plan.scenario.servers.model_dump()
             self.run.write_json("environment.json", self.environment)
             for point in self.search.points(self.summary):
                 self.point = point

@@ -1,13 +1,18 @@
-"""The server versions Debian carries, for real (#39): MySQL 9.7 (the lab `make up` leaves) and MariaDB
-10.5 (bullseye) and 11.8 (trixie), each a lab of its own (project laglab-v105 / laglab-v118, its own
-ports) brought up by the same `scripts/up` with `MARIADB_IMAGE=mariadb:10.5` / `mariadb:11.8`
-(MariaDB 10.11, the default stand-in, is test_mariadb.py's). Each: replication flowing, the server's
-grammar as tests/unit/server_versions.py says it (the rules the versions not here are tested with), a
-fault and its recovery, the README's customer example with --quick (a shaped link, load, the lag,
-a verdict) and the consistency check."""
+"""The server versions Debian carries besides the lab's own, for real (#39): MariaDB 10.5 (bullseye) and
+11.8 (trixie), each a lab of its own (project laglab-v105 / laglab-v118, its own ports) brought up by
+the same `scripts/up` with `MARIADB_IMAGE=mariadb:10.5` / `mariadb:11.8`, and a 10.5 -> 11.8 pair
+(`SOURCE_IMAGE` / `TARGET_IMAGE`). Each: replication flowing, the server's grammar as
+tests/unit/server_versions.py says it (the rules the versions not here are tested with), its option
+files, zlib compression, a shaped link, a fault and its recovery, the consistency check; the README's
+customer example with --quick on 10.5 and on the pair (pinned by `servers:`). MySQL 9.7, the lab's
+own: test_server_grammar.py; MariaDB 10.11, the default stand-in: test_mariadb.py.
+
+`make test` runs this module beside the unit tests (scripts/test): what it judges holds on a busy
+machine (rows, GTIDs and checksums, a lag at least the delay asked, a verdict written)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -17,93 +22,10 @@ import pytest
 
 from laglab.client import Client
 from laglab.db import Dialect, Endpoint, connect
+from laglab.replicators import native
 
-from ..unit.server_versions import PARSE_ERROR, UNKNOWN_VARIABLE, answer
 from .conftest import ROOT, query, wait_until
-
-# Statements whose grammar differs between versions: every form the dialect writes for any version,
-# and the forms of the others. Probed with PREPARE, which parses a statement and never runs it.
-GRAMMAR = [
-    "START REPLICA", "START SLAVE", "STOP REPLICA IO_THREAD", "STOP SLAVE IO_THREAD", "SHOW REPLICA STATUS",
-    "SHOW SLAVE STATUS", "RESET REPLICA ALL", "RESET SLAVE ALL", "RESET MASTER", "RESET BINARY LOGS AND GTIDS",
-    "SET PERSIST server_id = 2", "SET PERSIST_ONLY skip_replica_start = ON", "RESET PERSIST IF EXISTS skip_replica_start",
-    "GRANT REPLICATION SLAVE, BACKUP_ADMIN, CONNECTION_ADMIN ON *.* TO laglab_probe",
-    "CHANGE MASTER TO MASTER_USE_GTID=slave_pos",
-    *(
-        Dialect.from_version(v).change_source("h", 3306, "u", "p")[0] % ("'h'", 3306, "'u'", "'p'")
-        for v in ("5.7.44", "8.0.21", "9.7.4", "10.11.6-MariaDB")
-    ),
-    "CHANGE REPLICATION SOURCE TO SOURCE_COMPRESSION_ALGORITHMS='zstd', SOURCE_ZSTD_COMPRESSION_LEVEL=3, SOURCE_SSL=0",
-    "CHANGE MASTER TO MASTER_SSL=1",
-]  # fmt: skip
-VARIABLES = ["binlog_transaction_compression", "skip_replica_start", "master_info_repository", "gtid_mode"]
-
-
-def grammar_disagreements(conn, version: str) -> list[str]:
-    """Where the real server's parser and the rules disagree: (statement, real, rules)."""
-    out = []
-    with conn.cursor() as cur:
-        for sql in GRAMMAR:
-            try:
-                cur.execute("PREPARE laglab_probe FROM %s", (sql,))
-                cur.execute("DEALLOCATE PREPARE laglab_probe")
-                real = None
-            except pymysql.MySQLError as error:
-                real = error.args[0]
-            rules = answer(version, sql)
-            if (real == PARSE_ERROR) != (rules is not None and rules[0] == PARSE_ERROR):
-                out.append(f"{sql!r}: the server answers {real}, the rules {rules}")
-        for name in VARIABLES:
-            try:
-                cur.execute(f"SELECT @@GLOBAL.{name} AS v")
-                real = None
-            except pymysql.MySQLError as error:
-                real = error.args[0]
-            rules = answer(version, f"SET GLOBAL {name} = 0")
-            if (real == UNKNOWN_VARIABLE) != (rules is not None and rules[0] == UNKNOWN_VARIABLE):
-                out.append(f"@@{name}: the server answers {real}, the rules {rules}")
-    return out
-
-
-def option_names(path) -> list[str]:
-    """The variables an option file sets (its `loose-` and plugin-loading lines aside)."""
-    names = []
-    for line in path.read_text().splitlines():
-        m = re.match(r"^([a-z][a-z0-9-]*)\s*=", line.strip())
-        if m and not m[1].startswith("loose-") and m[1] not in ("plugin-load-add",):
-            names.append(m[1].replace("-", "_"))
-    return names
-
-
-def unknown_options(conn, names) -> list[str]:
-    out = []
-    with conn.cursor() as cur:
-        for name in names:
-            try:
-                cur.execute(f"SELECT @@GLOBAL.{name} AS v")
-            except pymysql.MySQLError as error:
-                out.append(f"{name}: {error.args[1]}")
-    return out
-
-
-def test_mysql_97_answers_as_the_rules_say_and_knows_every_option_of_its_files(source_ep, target_ep):
-    """The lab `make up` leaves runs Debian's MySQL 9.7: the grammar the rules give 8.4 and newer is its
-    grammar, config/mysql's options are all its own, and 5.7's extra ones are unknown to it (which is
-    why config/mysql-5.7 is a file of its own)."""
-    conn = connect(target_ep, timeout=5)
-    try:
-        version = query(conn, "SELECT VERSION() AS v")[0]["v"]
-        assert version.startswith("9.7."), version
-        assert grammar_disagreements(conn, version) == []
-        for name in ("source.cnf", "target.cnf"):
-            assert unknown_options(conn, option_names(ROOT / "config/mysql" / name)) == []
-        extra = set(option_names(ROOT / "config/mysql-5.7/target.cnf")) - set(
-            option_names(ROOT / "config/mysql/target.cnf")
-        )
-        assert extra and all("Unknown system variable" in u for u in unknown_options(conn, sorted(extra)))
-    finally:
-        conn.close()
-
+from .server_probe import grammar_disagreements, option_names, unknown_options
 
 VERSIONS = {
     "10.5": {"CONTROLLER_PORT": 18180, "SOURCE_PORT": 23406, "TARGET_PORT": 23407},
@@ -166,13 +88,25 @@ def test_the_version_asked_for_replicates_and_answers_as_the_rules_say(versioned
         assert grammar_disagreements(target, reported) == []
         for name in ("source.cnf", "target.cnf"):
             assert unknown_options(target, option_names(ROOT / "config/mariadb" / name)) == []
+        # zlib, MariaDB's one compression of the replica connection (slave_compressed_protocol), and back.
+        dialect = Dialect.from_version(reported)
+        for wanted, expected in ((("zlib", 3, False, False), 1), (native.DEFAULT_NETWORK, 0)):
+            for _, sql in native.option_statements(dialect, wanted):
+                query(target, sql)
+            assert query(target, "SELECT @@GLOBAL.slave_compressed_protocol AS c")[0]["c"] == expected
         query(source, "CREATE TABLE lab.it_version (id INT PRIMARY KEY)")
         query(source, "INSERT INTO lab.it_version VALUES (1), (2)")
-        wait_until(lambda: query(target, "SELECT COUNT(*) AS n FROM lab.it_version")[0]["n"] == 2, 30,
-                   message=f"rows on the MariaDB {version} replica")  # fmt: skip
+        arrived = "SELECT COUNT(*) AS n FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'lab' AND TABLE_NAME = 'it_version'"
+        wait_until(
+            lambda: query(target, arrived)[0]["n"] and query(target, "SELECT COUNT(*) AS n FROM lab.it_version")[0]["n"] == 2,
+            30, message=f"rows on the MariaDB {version} replica",
+        )  # fmt: skip
     finally:
         source.close()
         target.close()
+    status = subprocess.run([str(ROOT / "laglab"), "status"], env=env, capture_output=True, text=True, timeout=60)
+    assert re.search(rf"(?m)^servers     mysql-source MariaDB {re.escape(version)}\.\d+, mysql-target MariaDB {re.escape(version)}\.\d+$",
+                     status.stdout), status.stdout  # fmt: skip
     api = Client.from_env(env)
     lag = api.get("/api/lag?seconds=2", timeout=10).json()
     assert lag["samples"] and all(s["status"] == "ok" for s in lag["samples"])
@@ -259,38 +193,6 @@ def test_the_customer_example_runs_quick_and_the_copy_is_identical(versioned_lab
     assert consistency["flavor"] == "mariadb" and consistency["identical"] is True, consistency["differences"]
 
 
-def test_mysql_97_takes_the_compression_options_in_its_words_and_gives_them_back(source_ep, target_ep):
-    """The statements the dialect writes for zstd and binlog compression, run on the real 9.7 pair: the
-    server's own configuration tables say they took, and the defaults come back."""
-    from laglab.replicators import native
-
-    servers = {"source": connect(source_ep, timeout=5), "target": connect(target_ep, timeout=5, read_timeout=60)}
-    dialect = Dialect.from_version(query(servers["target"], "SELECT VERSION() AS v")[0]["v"])
-
-    def apply(wanted):
-        for server, sql in native.option_statements(dialect, wanted):
-            query(servers[server], sql)
-
-    config = (
-        "SELECT COMPRESSION_ALGORITHM AS c, ZSTD_COMPRESSION_LEVEL AS z FROM "
-        "performance_schema.replication_connection_configuration WHERE CHANNEL_NAME = ''"
-    )
-    try:
-        apply(("zstd", 7, False, True))
-        assert query(servers["target"], config)[0] == {"c": "zstd", "z": 7}
-        assert query(servers["source"], "SELECT @@GLOBAL.binlog_transaction_compression AS b")[0]["b"] == 1
-    finally:
-        apply(native.DEFAULT_NETWORK)
-    try:
-        assert query(servers["target"], config)[0]["c"] == "uncompressed"
-        assert query(servers["source"], "SELECT @@GLOBAL.binlog_transaction_compression AS b")[0]["b"] == 0
-        wait_until(lambda: query(servers["target"], dialect.replica_status)[0]["Replica_IO_Running"] == "Yes", 30,
-                   message="the replica running again")  # fmt: skip
-    finally:
-        for conn in servers.values():
-            conn.close()
-
-
 PINNED = (ROOT / "scenarios/customer-example-rtt180-2mbit.yaml").read_text() + (
     "servers: {source: 'mariadb:10.5', target: 'mariadb:11.8'}\n"
 )
@@ -323,6 +225,11 @@ def test_a_cross_version_pair_replicates_and_a_scenario_pinning_it_runs_there_on
         report = (ROOT / re.search(r"report: (results/\S+/report\.md)", run.stdout)[1]).read_text()
         assert re.search(r"servers mysql-source 10\.5\.\d+-MariaDB[^,;]*, mysql-target 11\.8\.\d+-MariaDB[^,;]*; "
                          r"asked for source mariadb:10\.5, target mariadb:11\.8\.", report), report[:1500]  # fmt: skip
+        recorded = json.loads(
+            (ROOT / re.search(r"report: (results/\S+)/report\.md", run.stdout)[1] / "environment.json").read_text()
+        )
+        assert recorded["servers_asked"] == {"source": "mariadb:10.5", "target": "mariadb:11.8"}
+        assert recorded["server_versions"]["mysql-target"].startswith("11.8.")
         consistency = Client.from_env(env).get("/api/consistency?timeout=60", timeout=120).json()
         assert consistency["identical"] is True, consistency["differences"]
     finally:

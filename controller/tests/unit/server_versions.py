@@ -41,6 +41,8 @@ import re
 
 from laglab.db import parse_version
 
+from .fakes import FakeConnection
+
 PARSE_ERROR = 1064  # ER_PARSE_ERROR: the statement is not of this version's grammar
 UNKNOWN_VARIABLE = 1193  # ER_UNKNOWN_SYSTEM_VARIABLE
 UNKNOWN_TABLE_COLUMN = 1054  # ER_BAD_FIELD_ERROR
@@ -157,46 +159,19 @@ def status_row(version: str) -> dict:
     return {k.replace("Replica", "Slave").replace("Source", "Master"): v for k, v in row.items()}
 
 
-class VersionedServer:
-    """A PyMySQL connection to a server of one version: statements it refuses raise ServerError with
-    its error code, as PyMySQL raises the real one's; every statement is logged. `rows(sql, args)`
-    answers what the test needs beyond VERSION() and the replica status."""
+def versioned_server(version: str, rows=lambda sql, args: [], replicating: bool = True) -> FakeConnection:
+    """A PyMySQL connection to a server of one version (the unit tests' FakeConnection): statements it
+    refuses raise ServerError with its error code, as PyMySQL raises the real one's; every statement is
+    logged. `rows(sql, args)` answers what the test needs beyond VERSION() and the replica status."""
 
-    def __init__(self, version: str, rows=lambda sql, args: [], replicating: bool = True):
-        self.version, self.rows, self.replicating, self.log = version, rows, replicating, []
-
-    def cursor(self):
-        return _Cursor(self)
-
-    def close(self):
-        pass
-
-
-class _Cursor:
-    def __init__(self, server: VersionedServer):
-        self.server, self.result = server, []
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    def execute(self, sql, args=None):
-        server = self.server
-        server.log.append(sql)
-        refused = answer(server.version, sql)
+    def answer_as_the_version_does(sql, args):
+        refused = answer(version, sql)
         if refused:
             raise ServerError(*refused)
         if sql.strip().upper() == "SELECT VERSION() AS V":
-            self.result = [{"v": server.version}]
-        elif re.match(r"SHOW (REPLICA|SLAVE) STATUS", sql, re.IGNORECASE):
-            self.result = [status_row(server.version)] if server.replicating else []
-        else:
-            self.result = list(server.rows(sql, args))
+            return [{"v": version}]
+        if re.match(r"SHOW (REPLICA|SLAVE) STATUS", sql, re.IGNORECASE):
+            return [status_row(version)] if replicating else []
+        return list(rows(sql, args))
 
-    def fetchone(self):
-        return self.result[0] if self.result else None
-
-    def fetchall(self):
-        return self.result
+    return FakeConnection(answer_as_the_version_does)

@@ -401,3 +401,21 @@ def test_fault_list_shows_each_fault_once_with_clock_times(controller):
         ["f2", "mysql-target", "pause", "active", "06:10:38", "-"],
         ["f1", "mysql-target", "pause", "over", "06:09:31", "06:09:31"],
     ], lines
+
+
+def test_status_names_each_servers_version(controller):
+    """#39: the version each server reports, as the recorder found it, on `laglab status`'s first lines."""
+    controller.answer("GET /api/health", {
+        "status": "ok", "authenticated": True, "run": "20261127T000000Z-live", "problems": [],
+        "shaping": {"backend": "userspace", "netem_available": False},
+        "recorder": {"interval_ms": 100, "latest": None,
+                     "servers": {"mysql-source": "MariaDB 10.5.23", "mysql-target": "MariaDB 11.8.9"}},
+    })  # fmt: skip
+    controller.answer("GET /api/containers", {"containers": []})
+    controller.answer("GET /api/faults", {"active": [], "recent": []})
+    controller.answer("GET /api/partitions", {"partitions": []})
+    controller.answer("GET /api/load", {"running": False})
+    controller.answer("GET /api/runs", {"runs": []})
+    done = laglab(controller, "status")
+    assert done.exit_code == 0, done.output
+    assert "servers     mysql-source MariaDB 10.5.23, mysql-target MariaDB 11.8.9\n" in done.output
