@@ -4,7 +4,7 @@ the same `scripts/up` with `MARIADB_IMAGE=mariadb:10.5` / `mariadb:11.8`, and a 
 (`SOURCE_IMAGE` / `TARGET_IMAGE`). Each: replication flowing, the server's grammar as
 tests/unit/server_versions.py says it (the rules the versions not here are tested with), its option
 files, zlib compression, a shaped link, a fault and its recovery, the consistency check; the README's
-customer example with --quick on 10.5 and on the pair (pinned by `servers:`). MySQL 9.7, the lab's
+customer example with --quick on each, and on the pair (pinned by `servers:`). MySQL 9.7, the lab's
 own: test_server_grammar.py; MariaDB 10.11, the default stand-in: test_mariadb.py.
 
 `make test` runs this module beside the unit tests (scripts/test): what it judges holds on a busy
@@ -176,7 +176,6 @@ def test_a_shaped_link_delays_the_replica_by_what_was_asked(versioned_lab):
     wait_until(lambda: max(lags(), default=1) < 0.1, 30, message="the lag back under 100 ms once cleared")
 
 
-@pytest.mark.parametrize("versioned_lab", ["10.5"], indirect=True)  # 11.8: the pair below runs it
 def test_the_customer_example_runs_quick_and_the_copy_is_identical(versioned_lab):
     version, _, env, _ = versioned_lab
     run = subprocess.run(
