@@ -163,7 +163,8 @@ class Dialect(Server):
     8.0.22 (the old forms removed in 8.4); CHANGE REPLICATION SOURCE TO and the SOURCE_* options
     8.0.23; semisync_source.so / semisync_replica.so 8.0.26 (semisync_master.so removed in 8.4);
     skip_replica_start 8.0.26. What a version lacks raises VersionUnsupported naming the version that
-    brings it: protocol compression 8.0.18, binlog transaction compression 8.0.20, the applier
+    brings it: zstd protocol compression 8.0.18 (zlib before it: slave_compressed_protocol), binlog
+    transaction compression 8.0.20, the applier
     timestamps of the lag split 8.0.1, SET PERSIST 8.0.11. The fixtures that check this against what
     each server answers: tests/unit/server_versions.py."""
 
@@ -333,6 +334,9 @@ class Dialect(Server):
             "UNIX_TIMESTAMP(LAST_QUEUED_TRANSACTION_END_QUEUE_TIMESTAMP) AS queued "
             "FROM performance_schema.replication_connection_status WHERE CHANNEL_NAME = '') c ON TRUE"
         )
+
+
+NEWEST_MYSQL = Dialect("mysql")  # the newest MySQL's statements: the default where no server was asked
 
 
 def replica_field(status: dict, name: str) -> object:

@@ -15,16 +15,15 @@ import time
 
 import pymysql
 
-from ..db import PLACEHOLDER, Dialect, Endpoint, connect, server_dialect, wait_connect
+from ..db import NEWEST_MYSQL, PLACEHOLDER, Dialect, Endpoint, connect, server_dialect, wait_connect
 from ..deadline import TimedOut, poll
 from .cluster import Cluster, ClusterError, ensure_lab_account, rows, say, status_var
 
-NEWEST = Dialect("mysql")
 STABLE = ("ONLINE",)
 TRANSIENT = ("RECOVERING",)
 
 
-def recovery_statements(user: str, password: str, dialect: Dialect = NEWEST) -> list[tuple[str, tuple | None]]:
+def recovery_statements(user: str, password: str, dialect: Dialect = NEWEST_MYSQL) -> list[tuple[str, tuple | None]]:
     """Recovery account on a node before it joins, kept out of the binary log (it exists on every node).
     BACKUP_ADMIN lets a joiner clone (MySQL 8.0.17+), CONNECTION_ADMIN is 8.0's; 5.7 grants neither."""
     privileges = (

@@ -20,9 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..db import Dialect
-
-NEWEST = Dialect("mysql")
+from ..db import NEWEST_MYSQL, Dialect
 
 
 def hold_statement(dialect: Dialect) -> str:
@@ -42,7 +40,7 @@ def held_query(dialect: Dialect) -> str:
     )
 
 
-HOLD, RELEASE, HELD = hold_statement(NEWEST), release_statement(NEWEST), held_query(NEWEST)
+HOLD, RELEASE, HELD = hold_statement(NEWEST_MYSQL), release_statement(NEWEST_MYSQL), held_query(NEWEST_MYSQL)
 DTLE_TABLE = ("dtle", "gtid_executed_v4")  # DTLE 4.x: (job_name, source_uuid BINARY(16), gtid, gtid_set)
 DTLE_JOB = "laglab"
 
@@ -53,16 +51,16 @@ def _one(conn, sql: str, args=None) -> dict | None:
         return cur.fetchone()
 
 
-def hold(conn, dialect: Dialect = NEWEST) -> None:
+def hold(conn, dialect: Dialect = NEWEST_MYSQL) -> None:
     """From the target's next start on, its replica stays stopped until the lab starts it."""
     _one(conn, hold_statement(dialect))
 
 
-def release(conn, dialect: Dialect = NEWEST) -> None:
+def release(conn, dialect: Dialect = NEWEST_MYSQL) -> None:
     _one(conn, release_statement(dialect))
 
 
-def held(conn, dialect: Dialect = NEWEST) -> bool:
+def held(conn, dialect: Dialect = NEWEST_MYSQL) -> bool:
     row = _one(conn, held_query(dialect))
     return bool(row) and str(row["v"]).upper() in ("ON", "1", "TRUE")
 
@@ -146,7 +144,7 @@ def verdict(conn, source_executed: str) -> Verdict:
     return Verdict(is_held, record, executed, errant, resume_from, "; ".join(why))
 
 
-def resume_statements(gtids: str, dialect: Dialect = NEWEST) -> list[tuple[str, tuple | None]]:
+def resume_statements(gtids: str, dialect: Dialect = NEWEST_MYSQL) -> list[tuple[str, tuple | None]]:
     """Native replication goes on after `gtids` (what others applied): it becomes the target's executed
     set (its binary logs are dropped: it is a replica in this lab), then auto-positioning asks the
     source for everything else. The check between the two is the hand-over's own: the set native resumes
@@ -158,7 +156,7 @@ def resume_statements(gtids: str, dialect: Dialect = NEWEST) -> list[tuple[str, 
     ]
 
 
-def resume(conn, gtids: str, dialect: Dialect = NEWEST) -> None:
+def resume(conn, gtids: str, dialect: Dialect = NEWEST_MYSQL) -> None:
     """Runs resume_statements, checks the target's executed set is exactly `gtids`, starts the replica
     and releases the hold. Raises HandOverError when the set differs (the replica stays stopped)."""
     with conn.cursor() as cur:
