@@ -234,6 +234,12 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         "GR_NODE3_PORT", "13313", _int_range(1, 65535), "gr-node3 on 127.0.0.1", port=True, profile="group-replication"
     ),
+    Variable(
+        "GALERA_IMAGE",
+        "",
+        _optional_image,
+        "galera-node1..3's image: empty, the MariaDB image; percona/percona-xtradb-cluster:5.7|8.0 for PXC",
+    ),
     Variable("GALERA_SUSPECT_TIMEOUT", "PT5S", _iso_duration, "evs.suspect_timeout (ISO 8601)"),
     Variable("GALERA_INACTIVE_TIMEOUT", "PT15S", _iso_duration, "evs.inactive_timeout (ISO 8601)"),
     Variable("GALERA_SEGMENTS", "0,0,0", _segments, "gmcast.segment of galera-node1,2,3"),
@@ -292,6 +298,7 @@ class Settings:
     GR_NODE1_PORT: int
     GR_NODE2_PORT: int
     GR_NODE3_PORT: int
+    GALERA_IMAGE: str
     GALERA_SUSPECT_TIMEOUT: str
     GALERA_INACTIVE_TIMEOUT: str
     GALERA_SEGMENTS: str

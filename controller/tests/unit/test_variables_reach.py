@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[3]
 HOST_SIDE = {
     "SOURCE_IMAGE": "scripts/images resolves it to RESOLVED_SOURCE_IMAGE (mysql-source's image) and SOURCE_CONFIG",
     "TARGET_IMAGE": "scripts/images resolves it to RESOLVED_TARGET_IMAGE (mysql-target's image) and TARGET_CONFIG",
+    "GALERA_IMAGE": "scripts/images resolves it to RESOLVED_GALERA_IMAGE (galera-node1..3's image)",
     "BASE_IMAGE": "scripts/images resolves it to RESOLVED_BASE_IMAGE (the builds' BASE_IMAGE arg)",
     "CONTROLLER_BIND": "the published address of the controller's port",
     "CONTROLLER_PORT": "the published port of the controller",
@@ -59,7 +60,7 @@ def test_every_image_compose_names_is_in_env_example():
     """`.env.example` lacked DTLE_IMAGE and CONSUL_IMAGE: a user could not see how to pin them."""
     names = set(re.findall(r"\$\{(\w+_IMAGE):-", (ROOT / "compose.yaml").read_text()))
     names -= {"RESOLVED_MYSQL_IMAGE", "RESOLVED_MARIADB_IMAGE", "RESOLVED_BASE_IMAGE", "RESOLVED_PROMETHEUS_IMAGE",
-              "RESOLVED_SOURCE_IMAGE", "RESOLVED_TARGET_IMAGE"}  # fmt: skip
+              "RESOLVED_SOURCE_IMAGE", "RESOLVED_TARGET_IMAGE", "RESOLVED_GALERA_IMAGE"}  # fmt: skip
     names -= {"DB_IMAGE"}  # set by make up from DB_FLAVOR and MYSQL_IMAGE / MARIADB_IMAGE
     documented = set(re.findall(r"^(\w+_IMAGE)=", (ROOT / ".env.example").read_text(), re.M))
     assert {"DTLE_IMAGE", "CONSUL_IMAGE"} <= names
