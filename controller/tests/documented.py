@@ -98,7 +98,7 @@ RULES = (
          "needs a Kubernetes cluster or an image registry", pages=("README.md", *KUBERNETES)),
     Rule("cluster", r"^\./laglab ", "the lab on Kubernetes", pages=KUBERNETES),
     # A full experiment (tens of minutes): started as written, then stopped with `laglab runs stop`.
-    Rule("started", r"^\./laglab run \S+\.yaml +(#|$)", "a full run: started, then stopped"),
+    Rule("started", r"^\./laglab run \S+\.yaml( --seed \d+)? +(#|$)", "a full run: started, then stopped"),
     Rule("lab", r"^(\./laglab|make (help|lag|consistency)|curl|docker compose exec|export LAB_API_TOKEN=\$\(sed)"),
 )  # fmt: skip
 

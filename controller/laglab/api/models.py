@@ -17,6 +17,7 @@ from ..faults import ACTIONS
 from ..load import SCRIPTS
 from ..shaping.impairment import KNOBS
 from ..shaping.params import DIRECTIONS, DISTRIBUTIONS, PERCENT_PATTERN, RATE_PATTERN, SERVICE_PATTERN, TIME_PATTERN
+from ..shaping.plan import SEED_MAX
 
 
 def _integral(value):
@@ -172,6 +173,10 @@ class RunBody(Body):
         description="or a shipped scenario by file name (GET /api/scenarios)",
     )
     quick: bool = False
+    seed: Int | None = Field(
+        None, ge=0, le=SEED_MAX,
+        description="the links' seed for this run, over the scenario's `seed:` (the same packets dropped in the same order)",
+    )  # fmt: skip
 
 
 class VerifyBody(Body):
@@ -386,6 +391,7 @@ class Run(Out):
     knees: list[dict] = Field(
         [], description="a search's answer per sweep point: knee, bracket, probes, state (empty without a search)"
     )
+    seed: int | None = Field(None, description="the links' seed of this run (asked, or drawn for `random`)")
     links: dict[str, str] | None = Field(
         None, description="GET /api/runs: report files as signed links a browser opens without the token (12 h)"
     )

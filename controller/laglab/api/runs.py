@@ -47,7 +47,7 @@ def start(body: models.RunBody):
             raise ApiError(409, "run: another run is in progress (or still cleaning up); wait for it or DELETE it")
         if the_lab.load is not None and the_lab.load.running:
             raise ApiError(409, "run: the load panel's load is running; DELETE /api/load first")
-        run = ScenarioRun(the_lab, plan, Path(current_app.config["RESULTS_DIR"]), text)
+        run = ScenarioRun(the_lab, plan, Path(current_app.config["RESULTS_DIR"]), text, seed=body.seed)
         the_lab.runs[run.id] = run
         run.start()
     return run.as_json(), 201

@@ -11,6 +11,7 @@ import click
 from ..scenarios import words
 from ..scenarios.spec import Plan, ScenarioError, describe_point, load_file
 from ..shaping.params import format_time
+from ..shaping.plan import SEED_MAX
 from .base import Failure, Session, check_failed, pass_session, refused, table
 
 
@@ -102,8 +103,12 @@ def knee_words(knee: dict) -> str:
 @click.option(
     "--plan", "plan_only", is_flag=True, help="Print the expanded points and how long they take; run nothing."
 )
+@click.option(
+    "--seed", type=click.IntRange(0, SEED_MAX), default=None,
+    help="The links' seed (over the scenario's `seed:`): the same packets dropped in the same order on every run.",
+)  # fmt: skip
 @pass_session
-def run(session: Session, file: Path, quick: bool, plan_only: bool) -> None:
+def run(session: Session, file: Path, quick: bool, plan_only: bool, seed: int | None) -> None:
     """Run a scenario and follow it to the end (progress and the time to go); Ctrl-C interrupts it (as
     `laglab runs stop` does from another terminal), and the controller clears shaping, stops the load
     and keeps partial results.
@@ -133,7 +138,8 @@ def run(session: Session, file: Path, quick: bool, plan_only: bool) -> None:
             session.emit({"scenario": plan.scenario.name, "points": [describe_point(p) for p in plan.points], "eta_seconds": plan.eta_seconds(),
                           "most_points": plan.most_points(), "search": None if plan.search is None else plan.search.describe()}, None)  # fmt: skip
         return
-    answer = session.request("POST", "/api/runs", {"scenario": file.read_text(), "quick": quick}, timeout=30)
+    body = {"scenario": file.read_text(), "quick": quick, **({"seed": seed} if seed is not None else {})}
+    answer = session.request("POST", "/api/runs", body, timeout=30)
     if answer.status_code == 400:
         raise Failure(answer.error, "usage")
     if not answer.ok:

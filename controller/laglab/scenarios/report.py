@@ -535,6 +535,12 @@ def render(run: Path) -> Path:
             elif isinstance(found, list):
                 found = ", ".join(map(str, found))
             lines.append(f"| {key.replace('_', ' ')} | {found} |")
+    meta = json.loads((run / "run.json").read_text()) if (run / "run.json").exists() else {}
+    if meta.get("seed") is not None:  # the links' seed: the same seed loses the same packets again (#40)
+        asked = " (drawn: the scenario said `random`)" if meta.get("seed_asked") == "random" else ""
+        lines.append(
+            f"| seed | {meta['seed']}{asked}" + (f"; {meta['seed_note']}" if meta.get("seed_note") else "") + " |"
+        )
     between = (((plan or {}).get("scenario") or {}).get("link") or {}).get("between") or ["a", "b"]
     a_end, b_end = between[0], between[1]
     swept = list(summary.get("sweep") or {})

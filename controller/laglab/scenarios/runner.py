@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import random
 import threading
 import time
 import traceback
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 from ..hostload import HostLoad
 from ..replicators import for_kind
 from ..results import Run
+from ..shaping.plan import SEED_MAX
 from . import environment, measure, report, run_files, summarise
 from .buffer_switch import BufferSwitch
 from .knees import Knees
@@ -70,9 +72,14 @@ class RunStatus(enum.StrEnum):
 class ScenarioRun:
     """One run of a plan. `start()` runs it in a thread; `cancel()` interrupts it between steps."""
 
-    def __init__(self, lab: Lab, plan: Plan, results_root, text: str):
+    def __init__(self, lab: Lab, plan: Plan, results_root, text: str, seed: int | None = None):
         self.lab, self.plan = lab, plan
-        self.run = Run(results_root, plan.scenario.name, {"scenario": plan.scenario.name, "quick": plan.quick})
+        # The links' seed: asked (POST /api/runs's, else the scenario's) or drawn, and recorded either way.
+        self.seed_asked = plan.scenario.seed if seed is None else seed
+        self.seed = random.SystemRandom().randint(0, SEED_MAX) if self.seed_asked == "random" else self.seed_asked
+        self.seed_note: str | None = None  # what the backend could not seed, in words
+        meta = {"scenario": plan.scenario.name, "quick": plan.quick, "seed": self.seed, "seed_asked": self.seed_asked}
+        self.run = Run(results_root, plan.scenario.name, meta)
         self.id = self.run.path.name
         self.text = text
         self.status = RunStatus.PENDING
@@ -125,6 +132,7 @@ class ScenarioRun:
             "identical": self.identical,
             "cleanup_errors": self.cleanup_errors,
             "knees": self.knees,
+            "seed": self.seed,
         }
 
     def start(self) -> None:
@@ -182,6 +190,10 @@ class ScenarioRun:
             if self.plan.scenario.servers is not None:  # what it is about, beside what the servers said
                 self.environment["servers_asked"] = self.plan.scenario.servers.model_dump()
             self.run.write_json("environment.json", self.environment)
+            self._check("seeding the links")
+            self.seed_note = self.lab.shaping.seed(self.seed)
+            self.run.meta.update(seed_applies="no" if self.seed_note else "yes", seed_note=self.seed_note)
+            self.run.write_json("run.json", self.run.meta)
             for point in self.search.points(self.summary):
                 self.point = point
                 if self.lab.events is not None:
@@ -337,7 +349,10 @@ class ScenarioRun:
         return summarise.merge_consistency(reports)
 
     def _cleanup(self) -> None:
-        steps = [self._stop_timeline, self._stop_load, self.lab.shaping.clear, self._buffers.restore]
+        def unseed() -> None:  # the links draw from the host's randomness again
+            self.lab.shaping.seed(None)
+
+        steps = [self._stop_timeline, self._stop_load, self.lab.shaping.clear, unseed, self._buffers.restore]
         ordered = [self.replicator] + [r for r in self.replicators.values() if r is not self.replicator]
         steps += [r.restore for r in ordered if r is not None]
         for step in steps:

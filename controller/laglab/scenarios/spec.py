@@ -14,12 +14,13 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import yaml
 from pydantic import (
     ConfigDict,
     Field,
+    StrictInt,
     ValidationError,
     ValidationInfo,
     create_model,
@@ -42,6 +43,7 @@ from ..shaping.params import (
     parse_rate,
     parse_time,
 )
+from ..shaping.plan import SEED_MAX
 from .fields import Seconds, Section
 from .search import Criterion, KneeSearch
 from .timeline import Step
@@ -573,6 +575,7 @@ class Scenario(Section):
     bottleneck: Bottleneck = Bottleneck()
     tcp_buffers: TcpBuffers | None = None
     servers: Servers | None = Field(None, description="the server versions the scenario is about (a cross-version pair); the lab must run them")  # fmt: skip
+    seed: Annotated[StrictInt, Field(ge=0, le=SEED_MAX)] | Literal["random"] = Field("random", description="the seed of every link's random decisions (loss, jitter and the other drawn knobs): one seed, the same packets dropped in the same order in every run (userspace backend; netem's own seed where the kernel has it). `random`: one is drawn, and recorded in run.json like a given one")  # fmt: skip
 
     @model_validator(mode="after")
     def _cluster_rules(self):

@@ -74,6 +74,14 @@ class Preparing(Protocol):
 
 
 @runtime_checkable
+class Seeding(Protocol):
+    def seed(self, seed: int | None, executor: Executor) -> str | None:
+        """Draw each link's random decisions (loss, jitter and the other drawn knobs) from a generator
+        seeded from `seed` and the link's names (None: the host's own randomness again). Returns what
+        could not be seeded, in words, or None."""
+
+
+@runtime_checkable
 class Supervised(Protocol):
     """Runs something besides the kernel (the userspace workers): the supervisor watches it."""
 

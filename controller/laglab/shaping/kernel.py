@@ -8,15 +8,47 @@ from __future__ import annotations
 
 import math
 
-from ..executor import Executor
+from ..executor import CommandError, Executor
 from .backend import DEV, UNSHAPED, Applied, _bytes, htb_commands, read_back_kernel
 from .impairment import Impairment, format_rate
 from .params import Direction
-from .plan import EgressPlan, Entry, build_egress
+from .plan import EgressPlan, Entry, build_egress, seed_links
+
+# netem's `seed` (TCA_NETEM_PRNG_SEED: Linux 6.6 and iproute2 6.6, François Michel's 2023 patches):
+# tried once on a throwaway namespace's loopback, then read back. tc 6.1 says 'What is "seed"?' (and
+# its usage); an older kernel drops an attribute it does not know without a word (netem parses its
+# options leniently), so only a seed that `qdisc show` prints back was taken.
+SEED_PROBE = ["unshare", "--net", "tc", "-batch", "-"]
+SEED_PROBE_INPUT = "qdisc add dev lo root netem loss 1% seed 1\nqdisc show dev lo\n"
 
 
 class KernelBackend:
     name = "kernel"
+
+    def __init__(self):
+        self.seeded: int | None = None  # the run's seed, when this kernel's netem takes one
+        self.seed_taken: bool | None = None  # whether it does (None: not asked yet)
+        self.seed_refusal = ""
+
+    def seed(self, seed: int | None, executor: Executor) -> str | None:
+        """Each netem seeded from `seed` where the kernel and tc have netem's seed; else the run goes on
+        with the kernel's own randomness and this says so."""
+        if seed is None:
+            self.seeded = None
+            return None
+        if self.seed_taken is None:
+            try:
+                shown = executor.run(SEED_PROBE, stdin=SEED_PROBE_INPUT, timeout=10)
+                self.seed_taken = " seed 1" in shown
+                self.seed_refusal = "the kernel did not keep it (no seed in `tc qdisc show`)"
+            except (CommandError, OSError) as error:
+                said = getattr(error, "stderr", "") or str(error)
+                self.seed_taken, self.seed_refusal = False, f"tc said: {said.strip().splitlines()[0][:200]}"
+        if not self.seed_taken:
+            return (f"not seeded: this host's netem takes no seed (Linux 6.6 and iproute2 6.6 bring it; "
+                    f"{self.seed_refusal}); loss and jitter draw from the kernel's own randomness")  # fmt: skip
+        self.seeded = seed
+        return None
 
     @staticmethod
     def unsupported(entry: Entry) -> tuple[str, str] | None:
@@ -24,15 +56,17 @@ class KernelBackend:
             return "direction", "the kernel backend shapes egress only (ingress needs ifb, not built yet)"
         return None
 
-    @staticmethod
-    def plan(entries: list[Entry], ips: dict[str, str]) -> dict[str, EgressPlan]:
-        return build_egress(entries, ips)
+    def plan(self, entries: list[Entry], ips: dict[str, str]) -> dict[str, EgressPlan]:
+        plans = build_egress(entries, ips)
+        seed_links(plans, ips, self.seeded, "links")
+        return plans
 
     @staticmethod
-    def netem_args(s: Impairment, rate: float | None) -> list[str]:
+    def netem_args(s: Impairment, rate: float | None, seed: int | None = None) -> list[str]:
         # Queue limit: enough packets for rate x delay (netem's default of 1000 drops at high rate x delay).
         in_flight = (rate or UNSHAPED) / 8 * (s.delay + s.jitter) / 1500
-        return ["netem", "limit", str(max(1000, math.ceil(in_flight * 1.5))), *s.netem_args()]
+        seeded = [] if seed is None else ["seed", str(seed)]
+        return ["netem", "limit", str(max(1000, math.ceil(in_flight * 1.5))), *s.netem_args(), *seeded]
 
     @staticmethod
     def layout(service_wide: Impairment | None, per_peer: dict[str, Impairment]) -> tuple:
@@ -45,13 +79,17 @@ class KernelBackend:
         return ("htb", service_wide is not None, tuple(sorted(per_peer)))
 
     def tc_commands(
-        self, service_wide: Impairment | None, per_peer: dict[str, Impairment], in_place: bool = False
+        self,
+        service_wide: Impairment | None,
+        per_peer: dict[str, Impairment],
+        in_place: bool = False,
+        seeds: dict[str | None, int] | None = None,
     ) -> list[list[str]]:
         """Egress of one container: netem root (+ tbf child for a rate), or htb with a class and a
         netem leaf per peer when any peer has its own settings. `in_place`: the same layout is there
         already, so the htb root is left as it is (htb has no change operation: 'Change operation not
         supported by specified qdisc'); classes, filters and leaves are replaced."""
-        tc = ["tc"]
+        tc, seeds = ["tc"], seeds or {}
         if not per_peer:
             if service_wide is None:
                 return []
@@ -65,7 +103,7 @@ class KernelBackend:
                     "root",
                     "handle",
                     "1:",
-                    *self.netem_args(service_wide, service_wide.rate),
+                    *self.netem_args(service_wide, service_wide.rate, seeds.get(None)),
                 ]
             ]
             if service_wide.rate:
@@ -86,7 +124,7 @@ class KernelBackend:
                 continue
             minor = minors[dest]
             cmds.append([*tc, "qdisc", "replace", "dev", DEV, "parent", f"1:{minor}", "handle", f"{minor}:",
-                         *self.netem_args(settings, settings.rate)])  # fmt: skip
+                         *self.netem_args(settings, settings.rate, seeds.get(dest))])  # fmt: skip
         return cmds
 
     def converge(
@@ -102,12 +140,14 @@ class KernelBackend:
         if not in_place:
             # A new layout starts from an empty root, so no class, filter or leaf of a removed peer stays.
             executor.tc([["tc", "qdisc", "del", "dev", DEV, "root"]], netns_pid=pid, check=False)
-        cmds = self.tc_commands(plan.service_wide, plan.per_peer, in_place=in_place)
+        cmds = self.tc_commands(plan.service_wide, plan.per_peer, in_place=in_place, seeds=plan.seeds)
         if in_place:
             # Every command is a `replace` of a fixed handle: the ones the kernel already holds are
             # no-ops, so only what changed is sent (a live change of one link: one line to the
             # namespace's tc -batch, one netlink message).
-            held = self.tc_commands(previous.plan.service_wide, previous.plan.per_peer, in_place=True)
+            held = self.tc_commands(
+                previous.plan.service_wide, previous.plan.per_peer, in_place=True, seeds=previous.plan.seeds
+            )
             cmds = [cmd for cmd in cmds if cmd not in held]
         executor.tc(cmds, netns_pid=pid)
         return Applied(pid, plan)

@@ -22,7 +22,7 @@ from ..errors import Kind
 from ..executor import CommandError, Executor
 from ..platforms import LabContainer, Platform, PlatformError
 from . import present
-from .backend import Backend
+from .backend import Backend, Seeding
 from .desired import BLOCK, DesiredState, Partition
 from .params import ParamError, Request, ShapingError
 from .plan import Entry
@@ -216,6 +216,20 @@ class ShapingManager:
             self._converge(self.platform.list(), lambda d: [d.partitions.pop(pid) for pid in ids])
             self.note(f"healed {', '.join(ids)}")
             return ids
+
+    def seed(self, seed: int | None) -> str | None:
+        """A seeded run (None: unseeded again): each link's random decisions from its own generator, the
+        links held now converged again with it. Returns what could not be seeded, in words."""
+        if not isinstance(self.backend, Seeding):
+            # Chaos Mesh's NetworkChaos has no seed (no such property in its CRD, chaos-mesh.org_networkchaos.yaml),
+            # nor has the node agents' tc a way to learn one.
+            return None if seed is None else f"not seeded: the {self.backend.name} backend has no seeded randomness"
+        with self.lock:
+            note = self.backend.seed(seed, self.executor)
+            self.reconciler.apply(self.desired.planned_entries(), self.platform.list())
+        if seed is not None:
+            self.note(f"seeded: {seed}" + (f" ({note})" if note else ""))
+        return note
 
     def note(self, text: str) -> None:
         """An event of the lab's log (the dashboard's markers)."""

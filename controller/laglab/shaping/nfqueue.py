@@ -186,11 +186,16 @@ class Rule:
         "last",
         "loss",
         "reorder",
+        "rng",
+        "seed",
         "spec",
     )  # fmt: skip
 
-    def __init__(self, impairment: Impairment):
-        self.spec = impairment
+    def __init__(self, impairment: Impairment, seed: int | None = None):
+        self.spec, self.seed = impairment, seed
+        # A seeded link draws from its own generator: the same packets lost, in the same order, in every
+        # run with that seed, whatever the other links do. Unseeded: the worker's shared one.
+        self.rng = None if seed is None else random.Random(seed)
         s = impairment
         self.delay, self.jitter, self.loss = s.delay, s.jitter, s.loss
         self.distribution = s.distribution or "uniform"
@@ -313,9 +318,11 @@ class Worker:
         on one link reset every link's state before."""
         rules = {}
         for source, values in spec.items():
-            fresh = Rule(Impairment.from_wire(values))
+            values = dict(values)
+            seed = values.pop("seed", None)
+            fresh = Rule(Impairment.from_wire(values), seed)
             old = self.rules.get(source)
-            if old is not None and old.spec == fresh.spec:
+            if old is not None and old.spec == fresh.spec and old.seed == fresh.seed:
                 rules[source] = old
             else:
                 # As netem: a packet that arrives after a change gets the new delay at once, and may
@@ -349,16 +356,17 @@ class Worker:
                 if rule is None:
                     out.append(verdict(self.queue, packet_id, NF_ACCEPT))
                     continue
-                if rule.lost(self.rng):
+                rng = rule.rng or self.rng
+                if rule.lost(rng):
                     out.append(verdict(self.queue, packet_id, NF_DROP))
                     continue
                 whole = len(payload) > 20  # the queue copied the whole packet
-                duplicate = payload if whole and rule.duplicated(self.rng) else None
-                changed = corrupt_copy(payload, self.rng) if whole and rule.corrupted(self.rng) else None
-                if rule.goes_at_once(self.rng):
+                duplicate = payload if whole and rule.duplicated(rng) else None
+                changed = corrupt_copy(payload, rng) if whole and rule.corrupted(rng) else None
+                if rule.goes_at_once(rng):
                     out.append(self._accept(packet_id, changed, duplicate))
                     continue
-                due = max(now + rule.hold_for(self.rng), self.last_due.get(source, 0.0))
+                due = max(now + rule.hold_for(rng), self.last_due.get(source, 0.0))
                 self.last_due[source] = due
                 if due <= now:
                     out.append(self._accept(packet_id, changed, duplicate))

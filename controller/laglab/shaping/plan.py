@@ -11,6 +11,7 @@ Settings that apply to the same packets add up (delays and jitters add, losses c
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 from .impairment import Impairment
@@ -47,12 +48,35 @@ class Entry:
         return cls(item["service"], item["peer"], item["direction"], shaping, item.get("expires_at"))
 
 
+SEED_MAX = 2**32 - 1  # netem's seed is a u64, Python's Random takes any int: a scenario's seed fits both
+
+
+def link_seed(seed: int, *names: str) -> int:
+    """One link's own seed, from the run's seed and the link's names (services, not addresses, which a
+    restarted lab may hand out again differently): two links of one run draw different sequences, and
+    one link draws the same sequence in every run with that seed."""
+    digest = hashlib.sha256("/".join((str(seed), *names)).encode()).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
+def seed_links(plans: dict, ips: dict[str, str], seed: int | None, keys: str) -> None:
+    """Each plan's `seeds`: its links' own seeds (None: none, the draws are the host's randomness).
+    `keys` names the plan's dict of links, keyed by the peer's address, "*" or None (any peer)."""
+    names = {ip: service for service, ip in ips.items()}
+    for service, plan in plans.items():
+        links = getattr(plan, keys)
+        plan.seeds = (
+            {} if seed is None else {peer: link_seed(seed, service, names.get(peer, str(peer))) for peer in links}
+        )
+
+
 @dataclass
 class NamespacePlan:
     hold: dict[str, Impairment] = field(default_factory=dict)  # source ip or "*" -> impairments (no rate)
     rates: dict[str | None, float] = field(default_factory=dict)  # destination ip or None -> bits/s
     address: str | None = None  # the container's own address on the lab network
     queue: int = 0  # the userspace backend's NFQUEUE number for packets to this container
+    seeds: dict[str, int] = field(default_factory=dict)  # source ip or "*" -> its link's seed (a seeded run)
 
     def add_hold(self, source: str, hold: Impairment) -> None:
         self.hold[source] = self.hold[source].plus(hold) if source in self.hold else hold
@@ -93,6 +117,12 @@ class EgressPlan:
 
     service_wide: Impairment | None = None
     per_peer: dict[str, Impairment] = field(default_factory=dict)  # destination ip -> settings
+    seeds: dict[str | None, int] = field(default_factory=dict)  # destination ip or None -> its netem's seed
+
+    @property
+    def links(self) -> dict[str | None, Impairment]:
+        """Every netem this container's egress holds: the service-wide one (None) and one per peer."""
+        return {**({None: self.service_wide} if self.service_wide else {}), **self.per_peer}
 
     @property
     def empty(self) -> bool:

@@ -29,7 +29,7 @@ from ..executor import Executor
 from ..platforms import Bridge
 from .backend import DEV, Applied, htb_commands, read_back_kernel
 from .params import Direction
-from .plan import Entry, NamespacePlan, build
+from .plan import Entry, NamespacePlan, build, seed_links
 
 QUEUE_BASE, QUEUE_SPAN = 1000, 60000
 
@@ -73,7 +73,12 @@ def restore_input(chain: str, rules: list[str]) -> str:
 
 
 def worker_rules(plan: NamespacePlan) -> str:
-    return json.dumps({source: hold.to_wire() for source, hold in sorted(plan.hold.items())}, sort_keys=True)
+    """The worker's rules: per source, its impairments and, in a seeded run, its link's seed."""
+    rules = {
+        source: {**hold.to_wire(), **({"seed": plan.seeds[source]} if source in plan.seeds else {})}
+        for source, hold in sorted(plan.hold.items())
+    }
+    return json.dumps(rules, sort_keys=True)
 
 
 def apply_userspace_tc(executor: Executor, pid: int, plan: NamespacePlan, previous: NamespacePlan | None) -> None:
@@ -173,6 +178,7 @@ class UserspaceBackend:
         self.written: str | None = None  # the chain as last written (None: read it back first)
         self.warm: set[str] = set()  # receivers whose worker runs before it holds anything (prepare)
         self._batch: bool | None = None  # inside begin()/commit(): the chain is written once, at commit
+        self.seeded: int | None = None  # the run's seed: each link's draws from its own seeded generator
 
     def attach(self, platform) -> None:
         """The lab's containers: the project (chain and queue names) and the bridge's namespace."""
@@ -199,7 +205,14 @@ class UserspaceBackend:
         plans = build(entries, ips)
         for service, number in queue_numbers(self.project, list(plans)).items():
             plans[service].queue = number
+        seed_links(plans, ips, self.seeded, "hold")
         return plans
+
+    def seed(self, seed: int | None, executor: Executor) -> str | None:
+        """Loss, jitter and the other drawn decisions from a generator per link seeded from
+        `seed` (None: the host's randomness again). Always taken: the worker is ours."""
+        self.seeded = seed
+        return None
 
     def converge(
         self, executor: Executor, service: str, pid: int, plan: NamespacePlan, previous: Applied | None, force: bool

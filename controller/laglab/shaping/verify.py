@@ -15,10 +15,16 @@ from ..executor import CommandError, Executor
 from ..stats import percentile
 
 
-def ping_stats(output: str) -> dict:
+def ping_stats(output: str, count: int | None = None) -> dict:
+    """RTT figures from ping's output; with the `count` sent, `lost`: the sequence numbers that got no
+    answer, in order (a seeded run loses the same ones every time)."""
     times = sorted(float(t) for t in re.findall(r"time=([\d.]+) ms", output))
+    lost = {}
+    if count:
+        answered = {int(n) for n in re.findall(r"icmp_seq=(\d+) ttl=\d+ time=", output)}
+        lost = {"sent": count, "lost": [n for n in range(1, count + 1) if n not in answered]}
     if not times:
-        return {"samples": 0}
+        return {"samples": 0, **lost}
     p99 = percentile(times, 99)
     return {
         "samples": len(times),
@@ -26,6 +32,7 @@ def ping_stats(output: str) -> dict:
         "median_ms": round(statistics.median(times), 3),
         "p99_ms": p99,
         "max_ms": times[-1],
+        **lost,
     }
 
 
@@ -35,7 +42,7 @@ def ping_argv(to_ip: str, count: int) -> list[str]:
 
 def measure_rtt(executor: Executor, from_pid: int, to_ip: str, count: int) -> dict:
     out = executor.run(ping_argv(to_ip, count), netns_pid=from_pid, check=False, timeout=count * 6 + 10)
-    return ping_stats(out)
+    return ping_stats(out, count)
 
 
 def rtt_between(platform, executor: Executor, src, to_ip: str, count: int) -> dict:
@@ -45,7 +52,7 @@ def rtt_between(platform, executor: Executor, src, to_ip: str, count: int) -> di
     if src.entered:
         return measure_rtt(executor, src.pid, to_ip, count)
     code, out = platform.exec(src.service, ping_argv(to_ip, count))
-    stats = ping_stats(out.decode(errors="replace"))
+    stats = ping_stats(out.decode(errors="replace"), count)
     if not stats["samples"] and code != 0:
         stats["error"] = f"ping in {src.service}: exit {code}: {out.decode(errors='replace').strip()[-200:]}"
     return stats

@@ -194,3 +194,41 @@ def test_reorder_gap_lets_only_every_nth_packet_go_ahead():
     rng = random.Random(1)
     rule = nfqueue.Rule(Impairment(delay=0.01, reorder=1.0, gap=5))
     assert [rule.goes_at_once(rng) for _ in range(10)] == [False, False, False, False, True] * 2
+
+
+def dropped(worker, source, packets, first=0):
+    """The ids of `packets` packets from `source` the worker drops (NF_DROP verdicts)."""
+    out = []
+    for i in range(first, first + packets):
+        worker.sock.datagrams.append(packet_message(i, source))
+        for message in worker.receive(now=0.0):
+            packet_id, verdict_code = struct.unpack_from("!II", message, 24)[::-1]
+            if verdict_code == nfqueue.NF_DROP:
+                out.append(packet_id)
+    return out
+
+
+def test_a_seeded_link_drops_the_same_packets_whatever_else_the_worker_draws():
+    """#40: one seed, the same packets lost in the same order, run after run; the other links' traffic
+    (drawn from their own generators, or the shared one) does not move it."""
+    rules = {"10.0.0.2": {"loss": 0.3, "seed": 1234}, "10.0.0.9": {"loss": 0.5}}
+    first = worker_with([], rules)
+    lost = dropped(first, "10.0.0.2", 200)
+    second = worker_with([], rules)
+    second.rng.seed(99)  # another host randomness for the unseeded link
+    dropped(second, "10.0.0.9", 37)  # and traffic on it first
+    assert dropped(second, "10.0.0.2", 200) == lost
+    assert 40 <= len(lost) <= 80  # the asked 30 %, not a fixed pattern
+    other = worker_with([], {"10.0.0.2": {"loss": 0.3, "seed": 4321}})
+    assert dropped(other, "10.0.0.2", 200) != lost
+
+
+def test_a_new_seed_is_a_new_rule_the_same_seed_keeps_its_draws():
+    worker = worker_with([], {"10.0.0.2": {"loss": 0.3, "seed": 1}})
+    rule = worker.rules["10.0.0.2"]
+    worker.set_rules({"10.0.0.2": {"loss": 0.3, "seed": 1}})
+    assert worker.rules["10.0.0.2"] is rule  # unchanged: its generator goes on where it was
+    worker.set_rules({"10.0.0.2": {"loss": 0.3, "seed": 2}})
+    assert worker.rules["10.0.0.2"] is not rule and worker.rules["10.0.0.2"].seed == 2
+    worker.set_rules({"10.0.0.2": {"loss": 0.3}})
+    assert worker.rules["10.0.0.2"].rng is None  # unseeded again: the worker's shared generator

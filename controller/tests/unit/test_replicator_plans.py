@@ -174,15 +174,15 @@ def test_the_runner_drives_a_kind_through_the_interface_in_order(tmp_path, monke
     run, calls = run_scenario(
         tmp_path, monkeypatch, "name: x\nlink: {rtt: 20ms}\nload: {tool: none, duration: 1s}\nwarmup: 0s\n"
     )
-    assert calls[:7] == [
-        "native.prepare", "shaping.clear", "native.apply", "native.wait_caught_up",
+    assert calls[:8] == [
+        "shaping.seed", "native.prepare", "shaping.clear", "native.apply", "native.wait_caught_up",
         "shaping.put mysql-source peer=mysql-target", "shaping.put mysql-target peer=mysql-source", "verify",
     ]  # fmt: skip
-    measured = calls[7 : calls.index("native.summary")]
+    measured = calls[8 : calls.index("native.summary")]
     assert measured[0] == "native.window_bytes" and measured[-1] == "native.window_bytes"
     assert set(measured[1:-1]) == {"native.sample"}  # sampled while the load ran (1 s)
     assert calls[calls.index("native.summary") + 1 :] == [
-        "native.consistency", "shaping.clear", "native.restore",
+        "native.consistency", "shaping.clear", "shaping.seed", "native.restore",
     ]  # fmt: skip
     assert run.lab.shaping.desired.entries == {}  # the real manager's state: cleared at the end
     point = run.summary[0]
@@ -197,7 +197,7 @@ def test_a_kind_that_checks_on_an_unshaped_network_gets_it_from_the_runner(tmp_p
         tmp_path, monkeypatch, "name: x\nlink: {rtt: 20ms}\nload: {tool: none, duration: 1s}\nwarmup: 0s\n"
     )
     assert calls[calls.index("native.summary") + 1 :] == [
-        "shaping.clear", "native.consistency", "shaping.clear", "native.restore",
+        "shaping.clear", "native.consistency", "shaping.clear", "shaping.seed", "native.restore",
     ]  # fmt: skip
 
 

@@ -166,3 +166,45 @@ def test_a_stopping_controller_interrupts_its_run(tmp_path, app):
     shutdown(app, clear_kernel=True, run_grace=10)
     assert (run.status, run.reason) == ("interrupted", "the controller is stopping")
     assert lab.shaping.desired.entries == {} and restored == ["native"] and summary(run)["status"] == "interrupted"
+
+
+def run_json(run):
+    return json.loads((run.run.path / "run.json").read_text())
+
+
+def test_a_seeded_run_records_its_seed_seeds_the_links_while_it_runs_and_unseeds_them_after(tmp_path):
+    """#40: the seed asked (or drawn for `random`) is in run.json and in each netem of the run's links;
+    after the run, the links draw from the host's randomness again."""
+    during = []
+
+    def point(p):
+        shaped(lab)
+        during.append(lab.shaping.describe("mysql-source", readback=False))
+        during.append([argv for argv in lab.shaping.executor.ran if "netem" in argv][-1])
+        return {}
+
+    lab = RunLab(shaping_manager(tmp_path))
+    lab.shaping.backend.seed_taken = True  # a kernel whose netem keeps a seed (Linux 6.6+)
+    run = ScenarioRun(lab, load_text("name: seeded\nseed: 1234\n"), tmp_path, "", seed=None)
+    run.replicator = run.replicators["native"] = FakeReplicator([])
+    run._run_point = point
+    run.start()
+    run.wait(10)
+    assert run.status == "completed", run.reason
+    meta = run_json(run)
+    assert (meta["seed"], meta["seed_asked"], meta["seed_applies"], meta["seed_note"]) == (1234, 1234, "yes", None)
+    assert during[1][-2] == "seed" and int(during[1][-1]) > 0  # the link's own seed, drawn from 1234
+    assert lab.shaping.backend.seeded is None  # unseeded by the cleanup
+
+
+def test_an_unseedable_host_says_so_and_random_draws_a_seed_that_is_recorded(tmp_path):
+    lab = RunLab(shaping_manager(tmp_path))  # the dry run's tc prints nothing back: no seed kept
+    run = ScenarioRun(lab, load_text("name: drawn\n"), tmp_path, "")
+    run.replicator = run.replicators["native"] = FakeReplicator([])
+    run._run_point = lambda p: {}
+    run.start()
+    run.wait(10)
+    meta = run_json(run)
+    assert meta["seed_asked"] == "random" and isinstance(meta["seed"], int) and 0 <= meta["seed"] < 2**32
+    assert meta["seed_applies"] == "no" and meta["seed_note"].startswith("not seeded: this host's netem takes no seed")
+    assert run.as_json()["seed"] == meta["seed"]

@@ -230,3 +230,28 @@ def test_the_reports_settings_say_which_servers_the_scenario_asked_for(tmp_path)
         "servers mysql-source 10.5.23-MariaDB-0+deb11u1-log, mysql-target 11.8.3-MariaDB-1; "
         "asked for source mariadb:10.5, target mariadb:11.8." in text
     )
+
+
+@pytest.mark.parametrize(
+    "value, error",
+    [
+        ("-1", "seed"), ("4294967296", "seed"), ("true", "seed"), ("'1234'", "seed"), ("1.5", "seed"), ("sometimes", "seed"),
+    ],
+)  # fmt: skip
+def test_a_seed_is_a_whole_number_a_netem_takes_or_random(value, error):
+    with pytest.raises(ScenarioError) as refused:
+        load_text(f"name: s\nseed: {value}\n")
+    assert refused.value.path.startswith(error)
+    assert load_text("name: s\nseed: 4294967295\n").scenario.seed == 4294967295
+    assert load_text("name: s\n").scenario.seed == "random"
+
+
+def test_the_reports_environment_names_the_seed_and_what_could_not_be_seeded(tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(FIXTURES / "run", run)
+    meta = {"seed": 77, "seed_asked": "random", "seed_note": "not seeded: this host's netem takes no seed (...)"}
+    (run / "run.json").write_text(json.dumps(meta))
+    text = report.render(run).read_text()
+    assert (
+        "| seed | 77 (drawn: the scenario said `random`); not seeded: this host's netem takes no seed (...) |" in text
+    )

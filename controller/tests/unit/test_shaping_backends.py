@@ -269,10 +269,71 @@ def test_after_a_change_a_new_packet_gets_the_new_delay_at_once_as_netem():
 
 
 def test_the_kernel_backend_writes_no_empty_capability_and_the_userspace_one_has_them_all():
-    from laglab.shaping.backend import Backend, Batching, Preparing, Supervised
+    from laglab.shaping.backend import Backend, Batching, Preparing, Seeding, Supervised
 
     kernel, userspace = backends.KernelBackend(), backends.UserspaceBackend()
     required = [n for n, v in vars(Backend).items() if callable(v) and not n.startswith("_")]
     assert all(callable(getattr(b, n, None)) for b in (kernel, userspace) for n in required)
     assert [isinstance(kernel, c) for c in (Batching, Preparing, Supervised)] == [False, False, False]
     assert [isinstance(userspace, c) for c in (Batching, Preparing, Supervised)] == [True, True, True]
+    assert isinstance(kernel, Seeding) and isinstance(userspace, Seeding)  # #40: both seed their links
+
+
+class SeedProbe(Executor):
+    """tc as each version answers the seed probe (`tc -batch -`: add a seeded netem on lo, show it):
+    iproute2 6.1 (this machine's and User-mode Linux's, run here) stops at the unknown word with
+    'What is "seed"?' and its usage on stderr, exit 1; from iproute2 6.6 (netem_print_opt, François
+    Michel's patch of 2023-08-22) `qdisc show` prints " seed %llu" after the loss, when the kernel
+    kept TCA_NETEM_PRNG_SEED; a kernel before 6.6 drops the attribute and nothing is printed."""
+
+    def __init__(self, answer: str):
+        super().__init__(dry_run=False)
+        self.answer, self.probes = answer, 0
+
+    def run(self, argv, netns_pid=None, check=True, timeout=None, stdin=None):
+        from laglab.executor import CommandError
+
+        assert argv == ["unshare", "--net", "tc", "-batch", "-"] and "seed 1" in stdin
+        self.probes += 1
+        if self.answer == "tc-6.1":
+            raise CommandError(argv, 1, 'What is "seed"?\nUsage: ... netem [ limit PACKETS ]\n')
+        seed = " seed 1" if self.answer == "kernel-6.6" else ""
+        return f"qdisc netem 8001: root refcnt 2 limit 1000 loss 1%{seed}\n"
+
+
+def test_the_kernel_backend_seeds_netem_only_where_tc_and_the_kernel_keep_the_seed():
+    entries = [Entry("mysql-source", "mysql-target", "egress", Impairment(loss=0.01))]
+    for answer, said in (("tc-6.1", 'tc said: What is "seed"?'), ("kernel-6.1", "the kernel did not keep it")):
+        kernel, probe = backends.KernelBackend(), SeedProbe(answer)
+        note = kernel.seed(1234, probe)
+        assert note.startswith("not seeded: this host's netem takes no seed") and said in note, note
+        assert kernel.seed(99, probe) == note and probe.probes == 1  # asked once
+        plan = kernel.plan(entries, IPS)["mysql-source"]
+        assert plan.seeds == {} and "seed" not in kernel.tc_commands(None, plan.per_peer, seeds=plan.seeds)[-1]
+    kernel = backends.KernelBackend()
+    assert kernel.seed(1234, SeedProbe("kernel-6.6")) is None
+    plan = kernel.plan(entries, IPS)["mysql-source"]
+    leaf = kernel.tc_commands(plan.service_wide, plan.per_peer, seeds=plan.seeds)[-1]
+    assert leaf[-2:] == ["seed", str(plan.seeds["10.0.0.3"])]
+    assert kernel.seed(None, SeedProbe("kernel-6.6")) is None and kernel.plan(entries, IPS)["mysql-source"].seeds == {}
+
+
+def test_a_seeded_userspace_plan_gives_each_link_its_own_seed_by_service_names():
+    from laglab.shaping.plan import link_seed
+
+    userspace = backends.UserspaceBackend()
+    entries = [Entry("mysql-source", None, "egress", Impairment(loss=0.1))]
+    assert userspace.seed(1234, Executor(dry_run=True)) is None
+    plans = userspace.plan(entries, IPS)
+    rules = json.loads(backends.worker_rules(plans["mysql-target"]))
+    assert rules["10.0.0.2"]["seed"] == link_seed(1234, "mysql-target", "mysql-source")
+    # Another address for the same services (a lab started again): the same seed.
+    moved = {service: ip.replace("10.0.0.", "10.9.0.") for service, ip in IPS.items()}
+    assert (
+        json.loads(backends.worker_rules(userspace.plan(entries, moved)["mysql-target"]))["10.9.0.2"]["seed"]
+        == (rules["10.0.0.2"]["seed"])
+    )
+    seeds = {json.loads(backends.worker_rules(p))[IPS["mysql-source"]]["seed"] for s, p in plans.items() if p.hold}
+    assert len(seeds) == len([p for p in plans.values() if p.hold]) > 1  # each receiver's link its own
+    userspace.seed(None, Executor(dry_run=True))
+    assert "seed" not in json.loads(backends.worker_rules(userspace.plan(entries, IPS)["mysql-target"]))["10.0.0.2"]
