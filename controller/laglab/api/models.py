@@ -18,6 +18,7 @@ from ..load import SCRIPTS
 from ..shaping.impairment import KNOBS
 from ..shaping.params import DIRECTIONS, DISTRIBUTIONS, PERCENT_PATTERN, RATE_PATTERN, SERVICE_PATTERN, TIME_PATTERN
 from ..shaping.plan import SEED_MAX
+from ..shaping.ports import MULTIPORT_SLOTS, PROTOCOLS
 
 
 def _integral(value):
@@ -106,6 +107,10 @@ Gap = Annotated[
     # which JSON Schema does not know, and 0 was schema-valid)
     WithJsonSchema({"type": "integer", "minimum": 1, "maximum": 1000}),
 ]
+PortItem = Annotated[
+    Annotated[int, Field(ge=1, le=65535)] | Annotated[str, Field(pattern=r"^[0-9]{1,5}(-[0-9]{1,5})?$")],
+    Field(description="a port, or a range 'low-high'"),
+]
 # A knob's kind (laglab.shaping.impairment.KNOBS) -> the type of its field in a body.
 KNOB_TYPES = {
     "time": Time,
@@ -125,6 +130,11 @@ class _Shaping(Body):
     peer: Service | None = Field(None, description="only the link to this service")
     direction: Literal[DIRECTIONS] = "egress"  # type: ignore[valid-type]
     duration: Time | None = Field(None, examples=["60s"], description="revert by itself after this long (1s..24h)")
+    ports: list[PortItem] | None = Field(
+        None, min_length=1, max_length=MULTIPORT_SLOTS, examples=[[3306]],
+        description="only the link's packets to or from these ports (a range as '4567-4568'); absent: all of them",
+    )  # fmt: skip
+    protocol: Literal[PROTOCOLS] | None = Field(None, description="with ports: only tcp or udp (default both)")  # type: ignore[valid-type]
 
 
 ShapingBody = create_model(
@@ -303,6 +313,7 @@ class Clusters(Out):
 class DesiredShaping(Out):
     peer: str | None
     direction: Literal["egress", "ingress", "both"]
+    ports: str | None = Field(None, description="only these ports' packets ('3306,4567-4568', '/tcp' for one protocol)")
     expires_in: str | None = None
 
 

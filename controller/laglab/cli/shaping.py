@@ -23,6 +23,7 @@ def impairment_words(desired: dict) -> str:
     if desired.get("gemodel"):
         parts.append("gemodel " + ",".join(f"{k}={v}" for k, v in desired["gemodel"].items()))
     where = f" to {desired['peer']}" if desired.get("peer") else " (all peers)"
+    where += f" on ports {desired['ports']}" if desired.get("ports") else ""
     text = ", ".join(parts) or "nothing"
     left = f", {desired['expires_in']} left" if desired.get("expires_in") else ""
     return f"{text}{where} ({desired.get('direction', 'egress')}){left}"
@@ -60,6 +61,12 @@ def impairment_options(function):
         click.option(
             "--for", "duration", type=TIME, help="Revert by itself after this long, e.g. 60s (units: us, ms, s)."
         ),
+        click.option(
+            "--ports",
+            metavar="PORTS",
+            help="Only the packets to or from these ports, e.g. 3306 or 4567-4568,4444 (default: all).",
+        ),
+        click.option("--protocol", type=click.Choice(["tcp", "udp"]), help="With --ports: only tcp or udp."),
     ]
     for option in reversed(options):
         function = option(function)
@@ -72,6 +79,10 @@ def _body(values: dict, **extra) -> dict:
         body["gemodel"] = gemodel
     if values.get("duration"):
         body["duration"] = values["duration"]
+    if values.get("ports"):
+        body["ports"] = [part.strip() for part in values["ports"].split(",")]
+    if values.get("protocol"):
+        body["protocol"] = values["protocol"]
     body.update({k: v for k, v in extra.items() if v is not None})
     return body
 
@@ -111,6 +122,7 @@ def shape(session: Session, service, peer, direction, link, rtt, **values) -> No
       laglab shape mysql-source --peer mysql-target --delay 100ms --jitter 5ms --loss 1%
       laglab shape mysql-target --rate 2mbit --for 60s
       laglab shape --link mysql-source mysql-target --rtt 180ms --rate 2mbit
+      laglab shape --link mysql-source mysql-target --rtt 200ms --ports 3306   # the binlog stream only
     """
     if link:
         if service or peer:

@@ -87,6 +87,9 @@ class Replicator:
     sweepable: ClassVar[tuple[str, ...]] = ()
     options: ClassVar[tuple[str, ...]] = ()  # its Options' field names (set from Options)
     default_link: ClassVar[tuple[str, str]] = ("mysql-source", "mysql-target")
+    # `link.ports: replication`: the ports its own stream crosses the weak link on (the MySQL protocol
+    # for the binlog stream; a kind with its own transport overrides it).
+    ports: ClassVar[tuple[int, ...]] = (3306,)
     clustered: ClassVar[bool] = False  # points carry a `cluster:` section (three nodes)
     records_lag: ClassVar[bool] = True  # the heartbeat lag mysql-source -> mysql-target measures this kind
     # What consistency() compares: kinds with the same scope check the same thing, once per run.

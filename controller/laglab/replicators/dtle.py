@@ -345,6 +345,7 @@ class Dtle(SourceToTarget):
     checks_unshaped = True
 
     kind = "dtle"
+    ports = (8193,)  # the agents' NATS link (config/dtle/dtle-*.hcl nats_bind)
     label = "DTLE"
     Options = DtleOptions
     sweepable = ("group_max_size", "group_timeout_ms")

@@ -13,6 +13,7 @@ from .cluster import NODES, Cluster, ensure_lab_account, say, status_var
 
 class Galera(Cluster):
     kind = "galera"
+    ports = (4567, 4568, 4444)  # group communication, IST, SST (Galera Cluster documentation, "Firewall Settings")
     label = "Galera"
     prefix = "galera-node"
     port_var = "GALERA_NODE{}_PORT"

@@ -53,6 +53,7 @@ def gtid_count(conn) -> int:
 
 class GroupReplication(Cluster):
     kind = "group-replication"
+    ports = (33061,)  # XCom, group_replication_local_address gr-nodeN:33061 (config/group-replication/start.sh)
     label = "Group Replication"
     prefix = "gr-node"
     port_var = "GR_NODE{}_PORT"

@@ -40,10 +40,12 @@ from ..shaping.params import (
     format_time,
     half_link,
     parse_percent,
+    parse_ports,
     parse_rate,
     parse_time,
 )
 from ..shaping.plan import SEED_MAX
+from ..shaping.ports import ALL, Ports
 from .fields import Seconds, Section
 from .search import Criterion, KneeSearch
 from .timeline import Step
@@ -138,6 +140,8 @@ class Link(Section):
     rate: str | None = Field(None, description="bandwidth, tc units (`2mbit`, `512kbit`): first -> second service, and back unless rate_reverse")  # fmt: skip
     rate_reverse: str | None = Field(None, description="bandwidth second -> first service")
     matrix: Matrix | None = Field(None, description="delays between groups of services instead of one link (alone: no rtt, rate, ...)")  # fmt: skip
+    ports: list[int | str] | Literal["replication"] | None = Field(None, description="only the link's packets to or from these ports (`[3306]`, a range `4567-4568`), or `replication`: the replicator's own (native and DM 3306, Group Replication 33061, Galera 4567, 4568, 4444, DTLE 8193); absent: every packet. Not with a rate (a rate is the whole link's)")  # fmt: skip
+    protocol: Literal["tcp", "udp"] | None = Field(None, description="with ports: only tcp or only udp (default both)")  # fmt: skip
 
     @model_validator(mode="before")
     @classmethod
@@ -161,6 +165,24 @@ class Link(Section):
             if given:
                 raise ValueError(f"{given[0]}: a matrix sets every link itself; leave {', '.join(given)} out")
         return self
+
+    @model_validator(mode="after")
+    def _ports(self):
+        if self.ports is None or self.ports == "replication":
+            if self.protocol is not None and self.ports is None:
+                raise ValueError("protocol: needs ports")
+            return self
+        try:
+            parse_ports(self.ports, self.protocol)
+        except ParamError as error:
+            raise ValueError(f"{error.field}: {error.detail}") from None
+        if self.rate or self.rate_reverse:
+            raise ValueError("ports: a rate shapes every packet of the link; give ports or a rate, not both")
+        return self
+
+    def selected_ports(self) -> Ports:
+        """The ports as the shaping takes them (`replication` resolved by the scenario first)."""
+        return ALL if self.ports in (None, "replication") else parse_ports(self.ports, self.protocol)
 
     @field_validator("loss", mode="before")
     @classmethod
@@ -195,7 +217,7 @@ class Link(Section):
         out = []
         for service, peer, rate in ends:
             rate_bits = parse_rate("rate", rate) if rate else None
-            request = half_link(peer, rtt=self.rtt, jitter=self.jitter, loss=loss, rate=rate_bits)
+            request = half_link(peer, self.rtt, self.jitter, loss, rate_bits, self.selected_ports())
             if request is not None:
                 out.append((service, request))
         return tuple(out)
@@ -583,6 +605,10 @@ class Scenario(Section):
         kind = KINDS[self.replicator.kind]
         if "between" not in self.link.model_fields_set:
             self.link.between = kind.default_link
+        if self.link.ports == "replication":  # the replicator's own ports, this point's kind
+            self.link.ports = list(kind.ports)
+            if self.link.rate or self.link.rate_reverse:
+                raise ValueError("link.ports: a rate shapes every packet of the link; give ports or a rate, not both")
         if kind.clustered and self.cluster is None:
             raise ValueError(f"cluster: required when replicator.kind is {self.replicator.kind}")
         if self.cluster is not None and not kind.clustered:
@@ -643,6 +669,7 @@ class VerifyPlan:
     rtt_ms: float
     rate_bits: float | None
     tolerances: Verify
+    ports: Ports = ALL  # a link shaped on these ports only: its RTT is measured on one of them
 
 
 @dataclass(frozen=True)
@@ -721,7 +748,7 @@ class Point(Section):
             # Half the RTT (and the rate) at each end of the link, as the reference experiments did.
             a, b = s.link.between
             shaping = s.link.requests()
-            verify = VerifyPlan(a, b, s.link.rtt * 1000, s.link.rate_bits, s.verify)
+            verify = VerifyPlan(a, b, s.link.rtt * 1000, s.link.rate_bits, s.verify, s.link.selected_ports())
             target, warmup = s.load.target, s.warmup
         load = LoadPlan(
             tool=s.load.tool, target=target, profile=s.load_profile(), warmup=warmup,

@@ -21,6 +21,7 @@ from typing import Protocol, runtime_checkable
 from ..executor import Executor
 from .params import format_rate
 from .plan import Entry
+from .ports import PROTOCOL_NUMBERS, Ports
 
 DEV = "eth0"
 UNSHAPED = 10e9  # the parent class and the default class: 10 gbit
@@ -114,17 +115,38 @@ def htb_class(parent: str, classid: str, rate: float) -> list[str]:
     return ["tc", "class", "replace", "dev", DEV, "parent", parent, "classid", classid, "htb", *htb_class_args(rate)]
 
 
-def htb_commands(rates: dict[str | None, float]) -> list[list[str]]:
-    """Root htb 1:, parent 1:1; class 1:10 for all traffic (None), 1:11.. per destination with u32."""
+def port_matches(ports: Ports) -> list[list[str]]:
+    """u32's words for each packet of `ports`: per protocol, per port, its source and its destination
+    port (u32 reads them at the IP header's fixed offset: packets without IP options, as the lab's are)."""
+    return [
+        ["match", "ip", "protocol", str(PROTOCOL_NUMBERS[protocol]), "0xff", "match", "ip", end, str(port), "0xffff"]
+        for protocol in ports.protocols
+        for port in ports.numbers
+        for end in ("sport", "dport")
+    ]
+
+
+def htb_commands(rates: dict[str | None, float], ported: dict[str, Ports] | None = None) -> list[list[str]]:
+    """Root htb 1:, parent 1:1; class 1:10 for all traffic (None), 1:11.. per destination with u32 (and,
+    for a destination in `ported`, one filter per port match: node ids minor << 7 + k, within u32's 12
+    bits for 31 peers of KERNEL_PORTS ports)."""
     cmds = [
         ["tc", "qdisc", "replace", "dev", DEV, "root", "handle", "1:", "htb", "default", "10"],
         htb_class("1:", "1:1", UNSHAPED),
         htb_class("1:1", "1:10", rates.get(None, UNSHAPED)),
     ]
+    filter_ = ["tc", "filter", "replace", "dev", DEV, "parent", "1:", "protocol", "ip", "prio", "1", "handle"]
     for minor, dest in enumerate(sorted(d for d in rates if d is not None), start=11):
         cmds.append(htb_class("1:1", f"1:{minor}", rates[dest]))
-        cmds.append(["tc", "filter", "replace", "dev", DEV, "parent", "1:", "protocol", "ip", "prio", "1", "handle", f"800::{minor:x}",
-                     "u32", "match", "ip", "dst", f"{dest}/32", "flowid", f"1:{minor}"])  # fmt: skip
+        ports = (ported or {}).get(dest)
+        if not ports:
+            cmds.append(
+                [*filter_, f"800::{minor:x}", "u32", "match", "ip", "dst", f"{dest}/32", "flowid", f"1:{minor}"]
+            )
+            continue
+        for k, match in enumerate(port_matches(ports)):
+            cmds.append([*filter_, f"800::{(minor << 7) + k:x}", "u32", "match", "ip", "dst", f"{dest}/32", *match,
+                         "flowid", f"1:{minor}"])  # fmt: skip
     return cmds
 
 

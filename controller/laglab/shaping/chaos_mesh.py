@@ -248,6 +248,9 @@ class ChaosMeshBackend:
         pass
 
     def unsupported(self, entry) -> tuple[str, str] | None:
+        if entry.ports:  # its CRD (chaos-mesh.org_networkchaos.yaml, 608b61e7c) has no port in any selector
+            return "ports", ("Chaos Mesh's NetworkChaos selects pods and a direction, not ports: shape the whole "
+                             "link here, or use the userspace or kernel backend for ports")  # fmt: skip
         try:
             netem_fields(entry.shaping)
         except ShapingError as error:

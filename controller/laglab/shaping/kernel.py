@@ -13,6 +13,7 @@ from .backend import DEV, UNSHAPED, Applied, _bytes, htb_commands, read_back_ker
 from .impairment import Impairment, format_rate
 from .params import Direction
 from .plan import EgressPlan, Entry, build_egress, seed_links
+from .ports import KERNEL_PORTS, Ports
 
 # netem's `seed` (TCA_NETEM_PRNG_SEED: Linux 6.6 and iproute2 6.6, François Michel's 2023 patches):
 # tried once on a throwaway namespace's loopback, then read back. tc 6.1 says 'What is "seed"?' (and
@@ -54,6 +55,11 @@ class KernelBackend:
     def unsupported(entry: Entry) -> tuple[str, str] | None:
         if entry.direction is not Direction.EGRESS:
             return "direction", "the kernel backend shapes egress only (ingress needs ifb, not built yet)"
+        if entry.ports and entry.peer is None:
+            return "ports", "the kernel backend selects ports on a link: give the peer (a class per peer holds them)"
+        if len(entry.ports.numbers) > KERNEL_PORTS:
+            return "ports", (f"{len(entry.ports.numbers)} ports; the kernel backend filters at most {KERNEL_PORTS} "
+                             "(one u32 filter each way per port)")  # fmt: skip
         return None
 
     def plan(self, entries: list[Entry], ips: dict[str, str]) -> dict[str, EgressPlan]:
@@ -69,14 +75,15 @@ class KernelBackend:
         return ["netem", "limit", str(max(1000, math.ceil(in_flight * 1.5))), *s.netem_args(), *seeded]
 
     @staticmethod
-    def layout(service_wide: Impairment | None, per_peer: dict[str, Impairment]) -> tuple:
+    def layout(service_wide: Impairment | None, per_peer: dict[str, Impairment], ported: dict | None = None) -> tuple:
         """What the qdisc tree looks like, values aside. Two plans of one layout differ only in values,
         and `tc ... replace` of the same handles changes them in place: no queued packet is dropped.
         Another layout starts from an empty root (a netem root cannot be replaced by htb: 'Invalid
         qdisc name'; and a removed peer's class and filter must not stay)."""
         if not per_peer:
             return ("netem-root", service_wide is not None, bool(service_wide and service_wide.rate))
-        return ("htb", service_wide is not None, tuple(sorted(per_peer)))
+        # The ports are part of it: a peer's filters change in number with them (an old one would stay).
+        return ("htb", service_wide is not None, tuple(sorted(per_peer)), tuple(sorted((ported or {}).items())))
 
     def tc_commands(
         self,
@@ -84,6 +91,7 @@ class KernelBackend:
         per_peer: dict[str, Impairment],
         in_place: bool = False,
         seeds: dict[str | None, int] | None = None,
+        ported: dict[str, Ports] | None = None,
     ) -> list[list[str]]:
         """Egress of one container: netem root (+ tbf child for a rate), or htb with a class and a
         netem leaf per peer when any peer has its own settings. `in_place`: the same layout is there
@@ -114,7 +122,7 @@ class KernelBackend:
         rates = {ip: s.rate or UNSHAPED for ip, s in per_peer.items()}
         if service_wide is not None:
             rates[None] = service_wide.rate or UNSHAPED
-        cmds = htb_commands(rates)
+        cmds = htb_commands(rates, ported)
         if in_place:
             cmds = [c for c in cmds if not (c[1] == "qdisc" and "root" in c)]
         leaves = {None: service_wide, **per_peer}
@@ -133,20 +141,22 @@ class KernelBackend:
         same_namespace = previous is not None and previous.pid == pid
         if same_namespace and previous.plan == plan and not force:
             return previous
-        layout = self.layout(plan.service_wide, plan.per_peer)
+        layout = self.layout(plan.service_wide, plan.per_peer, plan.ports)
         in_place = (
-            same_namespace and not force and self.layout(previous.plan.service_wide, previous.plan.per_peer) == layout
+            same_namespace
+            and not force
+            and self.layout(previous.plan.service_wide, previous.plan.per_peer, previous.plan.ports) == layout
         )
         if not in_place:
             # A new layout starts from an empty root, so no class, filter or leaf of a removed peer stays.
             executor.tc([["tc", "qdisc", "del", "dev", DEV, "root"]], netns_pid=pid, check=False)
-        cmds = self.tc_commands(plan.service_wide, plan.per_peer, in_place=in_place, seeds=plan.seeds)
+        cmds = self.tc_commands(plan.service_wide, plan.per_peer, in_place, plan.seeds, plan.ports)
         if in_place:
             # Every command is a `replace` of a fixed handle: the ones the kernel already holds are
             # no-ops, so only what changed is sent (a live change of one link: one line to the
             # namespace's tc -batch, one netlink message).
             held = self.tc_commands(
-                previous.plan.service_wide, previous.plan.per_peer, in_place=True, seeds=previous.plan.seeds
+                previous.plan.service_wide, previous.plan.per_peer, True, previous.plan.seeds, previous.plan.ports
             )
             cmds = [cmd for cmd in cmds if cmd not in held]
         executor.tc(cmds, netns_pid=pid)

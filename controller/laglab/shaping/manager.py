@@ -299,7 +299,7 @@ def entry_for(backend: Backend, lab: dict[str, LabContainer], service: str, requ
         if request.peer == service:
             raise ShapingError(Kind.INVALID, "peer: a service is not its own peer")
     expires = time.time() + request.duration if request.duration else None
-    entry = Entry(service, request.peer, request.direction, request.shaping, expires)
+    entry = Entry(service, request.peer, request.direction, request.shaping, expires, request.ports)
     refused = backend.unsupported(entry)
     if refused:
         raise ShapingError(Kind.INVALID, f"{refused[0]}: {refused[1]}")

@@ -13,6 +13,7 @@ from enum import StrEnum
 
 from ..errors import Kind, LabError
 from .impairment import DISTRIBUTIONS, GEMODEL_KEYS, KNOBS, Impairment, format_percent, format_rate, format_time
+from .ports import ALL, MULTIPORT_SLOTS, PROTOCOLS, Ports
 
 
 class Direction(StrEnum):
@@ -158,6 +159,7 @@ class Request:
     peer: str | None = None
     direction: Direction = Direction.EGRESS
     duration: float | None = None
+    ports: Ports = ALL  # which of the link's packets: all, or those to or from these ports
 
 
 # The knobs of a value with its unit, parsed by their kind (impairment.KNOBS).
@@ -167,6 +169,47 @@ _PARSERS = {
     if k.kind in ("time", "percent", "rate")
 }
 _SERVICE_RE = re.compile(SERVICE_PATTERN)
+
+
+def _port(field: str, word: object) -> int:
+    if isinstance(word, bool) or not isinstance(word, int | str):
+        raise ParamError(field, f"{word!r} is not a port number")
+    if isinstance(word, str) and not word.strip().isdigit():
+        raise ParamError(field, f"{word[:32]!r} is not a port number")
+    number = int(word)
+    if not 1 <= number <= 65535:
+        raise ParamError(field, f"{number} is not a port 1..65535", Kind.INVALID)
+    return number
+
+
+def parse_ports(value: object, protocol: object = None, field: str = "ports") -> Ports:
+    """`[3306, "4567-4568"]` or `"3306,4567-4568"` (and `protocol`) as Ports, or PortsError naming the field."""
+    if value is None:
+        if protocol is not None:
+            raise ParamError("protocol", "needs ports: a protocol selects among the ports' packets", Kind.INVALID)
+        return ALL
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, list) or not items:
+        raise ParamError(field, 'expected a list of ports or ranges, e.g. [3306, "4567-4568"]')
+    if len(items) > MULTIPORT_SLOTS:
+        raise ParamError(field, f"{len(items)} items; at most {MULTIPORT_SLOTS}", Kind.INVALID)
+    ranges = []
+    for item in items:
+        if isinstance(item, str) and "-" in item:
+            low_word, _, high_word = item.partition("-")
+            low, high = _port(field, low_word), _port(field, high_word)
+            if low > high:
+                raise ParamError(field, f"{item!r}: the range's low end is above its high end", Kind.INVALID)
+        else:
+            low = high = _port(field, item)
+        ranges.append((low, high))
+    ranges = sorted(set(ranges))
+    slots = sum(1 if low == high else 2 for low, high in ranges)
+    if slots > MULTIPORT_SLOTS:
+        raise ParamError(field, f"{slots} slots (a range counts as two); at most {MULTIPORT_SLOTS}", Kind.INVALID)
+    if protocol is not None and protocol not in PROTOCOLS:
+        raise ParamError("protocol", f"{str(protocol)[:16]!r} is not one of {', '.join(PROTOCOLS)}")
+    return Ports(tuple(ranges), protocol)
 
 
 def parse_gemodel(value: object) -> tuple[float, float, float, float]:
@@ -210,7 +253,7 @@ def parse_request(body: object) -> Request:
     """Validate a PUT /api/shaping/<service> body. Raises ParamError naming the first bad field."""
     if not isinstance(body, dict):
         raise ParamError("body", "expected a JSON object")
-    known = {*(k.name for k in KNOBS), "peer", "direction", "duration"}
+    known = {*(k.name for k in KNOBS), "peer", "direction", "duration", "ports", "protocol"}
     for key in body:
         if key not in known:
             raise ParamError(str(key)[:64], f"unknown field; known fields: {', '.join(sorted(known))}")
@@ -230,19 +273,27 @@ def parse_request(body: object) -> Request:
     if direction not in DIRECTIONS:
         raise ParamError("direction", f"{direction!r} is not one of {', '.join(DIRECTIONS)}")
     duration = body.get("duration")
+    ports = parse_ports(body.get("ports"), body.get("protocol"))
+    if ports and shaping.rate:
+        raise _rule("ports", "a rate shapes every packet of the link; ports select what is held (delay, loss, ...): "
+                    "put the rate in an entry of its own, without ports")  # fmt: skip
     return Request(
         shaping=shaping,
         peer=peer,
         direction=Direction(direction),
         duration=None if duration is None else parse_time("duration", duration),
+        ports=ports,
     )
 
 
-def half_link(peer: str, rtt: float = 0.0, jitter: float = 0.0, loss: float = 0.0, rate: float | None = None):
+def half_link(
+    peer: str, rtt: float = 0.0, jitter: float = 0.0, loss: float = 0.0, rate: float | None = None, ports: Ports = ALL
+):
     """One end of a link given by its round trip, as the reference experiments set it: half the RTT
-    and of its jitter on each direction, the loss, and this end's own rate. None when that is nothing."""
+    and of its jitter on each direction, the loss, and this end's own rate (on `ports` only, when
+    given). None when that is nothing."""
     impairment = Impairment(delay=rtt / 2, jitter=jitter / 2, loss=loss, rate=rate)
-    return None if impairment.empty else Request(check(impairment), peer=peer)
+    return None if impairment.empty else Request(check(impairment), peer=peer, ports=ports)
 
 
 def valid_service(name: str) -> bool:

@@ -14,8 +14,10 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
+from ..errors import Kind
 from .impairment import Impairment
-from .params import Direction
+from .params import Direction, ShapingError
+from .ports import ALL, Ports, ports_text
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,7 @@ class Entry:
     direction: Direction
     shaping: Impairment
     expires_at: float | None = None
+    ports: Ports = ALL  # which of the link's packets it holds
 
     def __post_init__(self):
         object.__setattr__(self, "direction", Direction(self.direction))  # a saved state holds the string
@@ -40,12 +43,14 @@ class Entry:
             "direction": self.direction.value,
             "shaping": self.shaping.to_wire(),
             "expires_at": self.expires_at,
+            "ports": self.ports.to_wire(),
         }
 
     @classmethod
     def from_wire(cls, item: dict) -> Entry:
         shaping = Impairment.from_wire(item["shaping"])
-        return cls(item["service"], item["peer"], item["direction"], shaping, item.get("expires_at"))
+        ports = Ports.from_wire(item.get("ports"))
+        return cls(item["service"], item["peer"], item["direction"], shaping, item.get("expires_at"), ports)
 
 
 SEED_MAX = 2**32 - 1  # netem's seed is a u64, Python's Random takes any int: a scenario's seed fits both
@@ -70,6 +75,23 @@ def seed_links(plans: dict, ips: dict[str, str], seed: int | None, keys: str) ->
         )
 
 
+def merge_ports(held: Impairment, held_ports: Ports, more: Impairment, ports: Ports, where: str):
+    """Two entries on the packets of one link: on the same ports they add up; a block of every packet
+    (a partition) covers a ported entry; otherwise the link would need two rules for one sender, which
+    a receiver's worker (by source address) and a peer's class cannot tell apart: refused."""
+    if held_ports == ports:
+        return held.plus(more), ports
+    if not ports and more.loss >= 1.0:
+        return more, ALL
+    if not held_ports and held.loss >= 1.0:
+        return held, ALL
+    raise ShapingError(
+        Kind.CONFLICT,
+        f"ports: the link with {where} is shaped on {ports_text(held_ports)} already; one link holds one "
+        f"selection of ports ({ports_text(ports)} asked): clear the other entry first",
+    )
+
+
 @dataclass
 class NamespacePlan:
     hold: dict[str, Impairment] = field(default_factory=dict)  # source ip or "*" -> impairments (no rate)
@@ -77,9 +99,20 @@ class NamespacePlan:
     address: str | None = None  # the container's own address on the lab network
     queue: int = 0  # the userspace backend's NFQUEUE number for packets to this container
     seeds: dict[str, int] = field(default_factory=dict)  # source ip or "*" -> its link's seed (a seeded run)
+    ports: dict[str, Ports] = field(default_factory=dict)  # source ip or "*" -> the ports held (absent: all)
 
-    def add_hold(self, source: str, hold: Impairment) -> None:
-        self.hold[source] = self.hold[source].plus(hold) if source in self.hold else hold
+    def add_hold(self, source: str, hold: Impairment, ports: Ports = ALL) -> None:
+        if source not in self.hold:
+            self.hold[source] = hold
+            if ports:
+                self.ports[source] = ports
+            return
+        merged = merge_ports(self.hold[source], self.ports.get(source, ALL), hold, ports, source)
+        self.hold[source] = merged[0]
+        if merged[1]:
+            self.ports[source] = merged[1]
+        else:
+            self.ports.pop(source, None)
 
     @property
     def empty(self) -> bool:
@@ -99,15 +132,15 @@ def build(entries: list[Entry], ips: dict[str, str]) -> dict[str, NamespacePlan]
         if entry.direction.sends:
             if hold:
                 for peer in peers:
-                    plans[peer].add_hold(own_ip, hold)
+                    plans[peer].add_hold(own_ip, hold, entry.ports)
             if entry.shaping.rate:
                 dest = ips[entry.peer] if entry.peer else None
                 plans[entry.service].rates[dest] = entry.shaping.rate
         if entry.direction.receives and hold:
             if entry.peer:
-                plans[entry.service].add_hold(ips[entry.peer], hold)
+                plans[entry.service].add_hold(ips[entry.peer], hold, entry.ports)
             else:
-                plans[entry.service].add_hold("*", hold)
+                plans[entry.service].add_hold("*", hold, entry.ports)
     return plans
 
 
@@ -118,6 +151,7 @@ class EgressPlan:
     service_wide: Impairment | None = None
     per_peer: dict[str, Impairment] = field(default_factory=dict)  # destination ip -> settings
     seeds: dict[str | None, int] = field(default_factory=dict)  # destination ip or None -> its netem's seed
+    ports: dict[str, Ports] = field(default_factory=dict)  # destination ip -> the ports its class takes
 
     @property
     def links(self) -> dict[str | None, Impairment]:
@@ -139,7 +173,17 @@ def build_egress(entries: list[Entry], ips: dict[str, str]) -> dict[str, EgressP
     for entry in entries:
         if entry.service in ips and entry.peer in ips:
             # A link's own entry and a partition's block are two entries on the same packets: combined.
-            per_peer = plans[entry.service].per_peer
-            base = per_peer.get(ips[entry.peer]) or plans[entry.service].service_wide
-            per_peer[ips[entry.peer]] = base.plus(entry.shaping) if base else entry.shaping
+            plan, dest = plans[entry.service], ips[entry.peer]
+            if dest in plan.per_peer:
+                shaping, ports = merge_ports(
+                    plan.per_peer[dest], plan.ports.get(dest, ALL), entry.shaping, entry.ports, entry.peer
+                )
+            else:
+                base = plan.service_wide
+                shaping, ports = (base.plus(entry.shaping) if base else entry.shaping), entry.ports
+            plan.per_peer[dest] = shaping
+            if ports:
+                plan.ports[dest] = ports
+            else:
+                plan.ports.pop(dest, None)
     return plans

@@ -15,6 +15,8 @@ from .reconciler import Reconciler
 
 def entry_json(e: Entry) -> dict:
     out = {"peer": e.peer, "direction": e.direction.value, **e.shaping.to_json()}
+    if e.ports:  # only these ports' packets are held: the rest of the link is not
+        out["ports"] = e.ports.text()
     if e.expires_at:
         out["expires_in"] = f"{max(0.0, e.expires_at - time.time()):.1f}s"
     return out
@@ -22,6 +24,7 @@ def entry_json(e: Entry) -> dict:
 
 def settings_text(entry: Entry) -> str:
     text = " ".join(f"{k} {v}" for k, v in entry.shaping.to_json().items())
+    text += f" on ports {entry.ports.text()}" if entry.ports else ""
     return text if entry.direction is Direction.EGRESS else f"{text} ({entry.direction})"
 
 

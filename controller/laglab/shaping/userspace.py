@@ -56,14 +56,18 @@ def receiver_rules(chain: str, bridge: str, plan: NamespacePlan, queue: int) -> 
     """What sends packets to one receiver into its queue: per source address, then any source ("*")."""
     if not plan.hold or plan.address is None:
         return []
-    # In the order `iptables -S` prints them, so the read-back compares equal.
-    target = f"-i {bridge} -j NFQUEUE --queue-num {queue} --queue-bypass"
-    out = [
-        f"-A {chain} -s {source}/32 -d {plan.address}/32 {target}"
-        for source in sorted(s for s in plan.hold if s != "*")
-    ]
-    if "*" in plan.hold:
-        out.append(f"-A {chain} -d {plan.address}/32 {target}")
+    # In the order `iptables -S` prints them, so the read-back compares equal: addresses, interface,
+    # protocol and its match (`-p tcp -m multiport --ports 3306,4567:4568`), target.
+    target = f"-j NFQUEUE --queue-num {queue} --queue-bypass"
+    out = []
+    for source in sorted(s for s in plan.hold if s != "*") + (["*"] if "*" in plan.hold else []):
+        addresses = (f"-s {source}/32 " if source != "*" else "") + f"-d {plan.address}/32 -i {bridge}"
+        ports = plan.ports.get(source)
+        if not ports:
+            out.append(f"-A {chain} {addresses} {target}")
+            continue
+        for protocol in ports.protocols:
+            out.append(f"-A {chain} {addresses} -p {protocol} -m multiport --ports {ports.multiport()} {target}")
     return out
 
 

@@ -8,7 +8,7 @@ mount -t tmpfs run /run
 mkdir -p /repo /var/run/netns
 mount -t hostfs none /repo -o "$LAGLAB_REPO"
 for module in sch_netem sch_htb sch_tbf sch_ingress cls_u32 act_mirred ifb veth bridge br_netfilter \
-    nf_tables nft_compat x_tables xt_NFQUEUE nfnetlink_queue xt_tcpudp xt_comment ip_tables iptable_filter \
+    nf_tables nft_compat x_tables xt_NFQUEUE nfnetlink_queue xt_tcpudp xt_multiport xt_comment ip_tables iptable_filter \
     iptable_raw vxlan; do
   modprobe "$module" 2>/dev/null || echo "init: modprobe $module failed"
 done

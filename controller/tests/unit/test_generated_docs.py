@@ -117,7 +117,7 @@ def test_one_table_names_the_shaping_knobs():
     names = [k.name for k in KNOBS]
     assert sorted(names) == sorted(f.name for f in fields(Impairment))
     assert set(names) <= set(ShapingBody.model_fields) and set(ShapingBody.model_fields) - set(names) == {
-        "peer", "direction", "duration"}  # fmt: skip
+        "peer", "direction", "duration", "ports", "protocol"}  # fmt: skip
     options = {p.name for p in shape.params if isinstance(p, click.Option)}
     assert set(names) <= options
     assert set(_PARSERS) == {k.name for k in KNOBS if k.kind in ("time", "percent", "rate")}
