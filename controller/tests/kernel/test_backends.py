@@ -22,6 +22,7 @@ from laglab.shaping.manager import ShapingError
 from laglab.shaping.params import parse_request
 from laglab.stats import percentile
 
+from ..probes import CONNECT, LISTEN
 from .conftest import BACKENDS, SERVICES, bridge_rules, iperf3, make_manager, ns_exec, ping, record, sh, wait_until
 
 SRC, DST, OTHER = "mysql-source", "mysql-target", "loadgen"
@@ -493,28 +494,6 @@ def test_a_seed_loses_the_same_pings_again_and_another_seed_others(manager, back
     manager.seed(None)
 
 
-# A TCP listener on each given port, and a client that times `count` connects to one (SYN -> SYN/ACK:
-# one round trip of that port's packets), each run in a namespace as the lab's servers would.
-LISTEN = """import socket, sys, select
-socks = []
-for port in sys.argv[1:]:
-    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("0.0.0.0", int(port))); s.listen(64); socks.append(s)
-print("listening", flush=True)
-while True:
-    for s in select.select(socks, [], [])[0]:
-        s.accept()[0].close()
-"""
-CONNECT = """import json, socket, sys, time
-out = []
-for _ in range(int(sys.argv[3])):
-    start = time.monotonic()
-    socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5).close()
-    out.append((time.monotonic() - start) * 1000)
-print(json.dumps(out))
-"""
-
-
 def connect_ms(src: str, dst: str, port: int, count: int = 10) -> list[float]:
     return json.loads(ns_exec(src, "python3", "-c", CONNECT, SERVICES[dst], str(port), str(count), check=True))
 
@@ -523,10 +502,12 @@ def test_ports_shape_only_their_packets(manager, backend):
     """#40.1: 20 ms each way on port 3306 only: a connect to 3306 takes the round trip, one to 3307 and
     a ping do not. Judged as physics allows: a busy guest only adds delay, so the shaped port's quickest
     connect may not come in under the asked RTT, and the unshaped port's quickest shows no hold."""
-    listener = subprocess.Popen(["ip", "netns", "exec", f"ns-{DST}", "python3", "-c", LISTEN, "3306", "3307"],
+    listener = subprocess.Popen(["ip", "netns", "exec", f"ns-{DST}", "python3", "-c", LISTEN, "3306", "10"],
                                 stdout=subprocess.PIPE, text=True)  # fmt: skip
+    other_listener = subprocess.Popen(["ip", "netns", "exec", f"ns-{DST}", "python3", "-c", LISTEN, "3307", "10"],
+                                      stdout=subprocess.PIPE, text=True)  # fmt: skip
     try:
-        assert listener.stdout.readline().strip() == "listening"
+        assert listener.stdout.readline().strip() == other_listener.stdout.readline().strip() == "listening"
         for a, b in ((SRC, DST), (DST, SRC)):
             manager.put(a, parse_request({"delay": "20ms", "peer": b, "ports": [3306], "protocol": "tcp"}))
         shaped, other = connect_ms(SRC, DST, 3306), connect_ms(SRC, DST, 3307)
@@ -536,5 +517,6 @@ def test_ports_shape_only_their_packets(manager, backend):
         assert min(shaped) >= 40 - tolerance(40), shaped
         assert min(other) < 20 and min(ping_ms) < 20, (other, ping_ms)
     finally:
-        listener.kill()
-        listener.wait()
+        for process in (listener, other_listener):
+            process.kill()
+            process.wait()
