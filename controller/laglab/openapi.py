@@ -160,6 +160,12 @@ def _response(ok: object, components: dict) -> dict:
 def document() -> dict:
     components: dict = {}
     error = {"description": "error", "content": {"application/json": {"schema": _schema_ref(Error, components)}}}
+    # Over the body limit the API answers in its error shape; over twice that, the HTTP server itself
+    # (waitress's max_request_body_size: __main__.py) answers before the API sees the request, in plain text.
+    too_large = {
+        "description": "the body is over the limit `body`: the error shape; over twice that, the HTTP server's own text",
+        "content": {**error["content"], "text/plain": {"schema": {"type": "string"}}},
+    }
     paths: dict = {}
     for op in OPERATIONS:
         entry: dict = {"summary": op.summary, "responses": {str(op.ok[0]): _response(op.ok[1], components)}}
@@ -175,6 +181,8 @@ def document() -> dict:
         if op.body is not None:
             errors.add(413)  # over MAX_BODY_BYTES
         entry["responses"].update({str(code): error for code in sorted(errors)})
+        if 413 in errors:
+            entry["responses"]["413"] = too_large
         parameters = _parameters(op, components)
         if parameters:
             entry["parameters"] = parameters

@@ -111,6 +111,12 @@ PortItem = Annotated[
     Annotated[int, Field(ge=1, le=65535)] | Annotated[str, Field(pattern=r"^[0-9]{1,5}(-[0-9]{1,5})?$")],
     Field(description="a port, or a range 'low-high'"),
 ]
+Seed = Annotated[
+    int,
+    BeforeValidator(_integral),
+    Field(ge=0, le=SEED_MAX),
+    WithJsonSchema({"type": "integer", "minimum": 0, "maximum": SEED_MAX}),  # (as Gap's, for the same reason)
+]
 # A knob's kind (laglab.shaping.impairment.KNOBS) -> the type of its field in a body.
 KNOB_TYPES = {
     "time": Time,
@@ -183,9 +189,8 @@ class RunBody(Body):
         description="or a shipped scenario by file name (GET /api/scenarios)",
     )
     quick: bool = False
-    seed: Int | None = Field(
-        None, ge=0, le=SEED_MAX,
-        description="the links' seed for this run, over the scenario's `seed:` (the same packets dropped in the same order)",
+    seed: Seed | None = Field(
+        None, description="the links' seed for this run, over the scenario's `seed:` (the same packets dropped in the same order)",
     )  # fmt: skip
 
 

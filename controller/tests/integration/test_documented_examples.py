@@ -36,7 +36,7 @@ PRINTS = {
     r"^\./laglab scenario new ": r"^wrote \S*scenarios/ticket-4711\.yaml",
     r"^\./laglab dashboard$": r"^http://\S+/#token=\w+$",
     r"^\./laglab lag$": r"^\S+\s+mysql-target\s.*\bok$",
-    r"^\./laglab (shape|preset \S+) .*(--peer|--link)": r"^\S+: .* to \S+ \(egress\)",
+    r"^\./laglab (shape|preset \S+) .*(--peer|--link)": r"^\S+: .* to \S+( on ports \S+)? \(egress\)",
     r"^\./laglab shape \S+ --rate .* --for ": r"^\S+: rate .*, \d+(\.\d)?s left$",
     r"^\./laglab clear\b": r"^cleared ",
     r"^\./laglab show$": r"^backend: ",
