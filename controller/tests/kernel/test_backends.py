@@ -520,3 +520,4 @@ def test_ports_shape_only_their_packets(manager, backend):
         for process in (listener, other_listener):
             process.kill()
             process.wait()
+            process.stdout.close()
