@@ -12,6 +12,7 @@ from flask import Flask
 from . import config, errors, platforms
 from .api import BLUEPRINTS, access, parts
 from .api.parts import lab_of
+from .captures import Captures
 from .cluster_lag import ClusterWatch
 from .counters import Counters
 from .db import lab_endpoints
@@ -71,6 +72,7 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
         lab.shaping = ShapingManager(platform, executor, backend, Path(app.config["SHAPING_STATE"]), events=lab.events)
         lab.load = LoadGenerator(platform, settings)
         lab.faults = FaultManager(platform, events=lab.events, state_path=lab.state_dir / "faults.json")
+        lab.captures = Captures(platform, executor, lab.shaping, app.config["RESULTS_DIR"])
         # What a controller that died left (recovery.py): shaping reloaded less what expired, faults
         # undone or re-armed, an orphaned run ended; all of it on /api/health's `restart`.
         lab.restart = Restart()
@@ -123,6 +125,8 @@ def shutdown(app: Flask, clear_kernel: bool, run_grace: float = 20.0) -> None:
         run.wait(max(0.1, deadline - time.monotonic()))
     if lab.load is not None and lab.load.running:
         lab.load.stop(wait=5)
+    if lab.captures is not None:
+        lab.captures.stop_all()
     if lab.faults is not None:
         try:
             lab.faults.stop()

@@ -107,15 +107,19 @@ class Executor:
         for batch in batches:
             batch.close()
 
-    def spawn(self, argv: list[str], netns_pid: int, talks: bool = False) -> subprocess.Popen | DryRunProcess:
+    def spawn(
+        self, argv: list[str], netns_pid: int, talks: bool = False, tells: bool = False
+    ) -> subprocess.Popen | DryRunProcess:
         """Starts a long-running helper inside `netns_pid`'s network namespace, with a pipe on its stdin
-        for live settings; `talks`: a pipe on its stdout too (a shaping worker says when it is ready)."""
+        for live settings; `talks`: a pipe on its stdout too (a shaping worker says when it is ready);
+        `tells`: a pipe on its stderr (tcpdump says there when it listens and what it captured)."""
         full = self._enter(netns_pid, argv)
         if self.dry_run:
             self.ran.append(full)
             return DryRunProcess()
         stdout = subprocess.PIPE if talks else subprocess.DEVNULL
-        return subprocess.Popen(full, stdin=subprocess.PIPE, stdout=stdout, text=True, bufsize=1)
+        stderr = subprocess.PIPE if tells else None
+        return subprocess.Popen(full, stdin=subprocess.PIPE, stdout=stdout, stderr=stderr, text=True, bufsize=1)
 
 
 class TcBatch:
@@ -205,6 +209,7 @@ class DryRunProcess:
     def __init__(self):
         self.stdin = io.StringIO()
         self.stdout = io.StringIO("ready\n")
+        self.stderr = io.StringIO("")
 
     def poll(self):
         return None

@@ -16,6 +16,7 @@ from .problems import Problems
 
 if TYPE_CHECKING:
     from . import platforms
+    from .captures import Captures
     from .cluster_lag import ClusterWatch
     from .counters import Counters
     from .executor import Executor
@@ -66,6 +67,7 @@ class Lab:
     load: LoadGenerator | None = None
     faults: FaultManager | None = None
     clusters: ClusterWatch | None = None  # per-node lag of the profiles' clusters
+    captures: Captures | None = None  # packet captures of links (tcpdump in the namespaces)
     netem_available: bool | None = None
     state_dir: Path | None = None  # shaping.json, faults.json, run.json, api-token: what outlives a crash
     restart: Restart | None = None  # what the start found and put right (recovery.py), on /api/health

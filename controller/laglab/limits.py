@@ -42,5 +42,8 @@ PARTITIONS = _limit("partitions", 16, "partitions", "partitions in force at once
 LONG_CHECKS = _limit(
     "long_checks", 1, "per kind", "consistency checks, and link verifications, running at once (409 while one runs)"
 )
+CAPTURES = _limit("captures", 4, "captures", "packet captures running at once, one per link (409 over it)")
+CAPTURE_SECONDS = _limit("capture_seconds", 600, "seconds", "one capture's duration")
+CAPTURE_BYTES = _limit("capture_bytes", 64 << 20, "bytes", "one capture's pcap per side (it stops when one reaches it)")
 SERVER_THREADS = _limit("server_threads", 8, "threads", "requests the controller answers at once")
 CONTROLLER_MEMORY = _limit("controller_memory", 1024, "MiB", "the controller container's memory (compose mem_limit)")

@@ -53,3 +53,55 @@ class Capture:
 def one_way_ms(sent: dict[int, float], arrived: dict[int, float]) -> list[float]:
     """Per packet seen at both ends: arrival minus departure, in ms."""
     return [1000 * (arrived[seq] - sent[seq]) for seq in sent if seq in arrived]
+
+
+def read_pcap(path, bpf: str = "", image: str = "laglab/loadgen:dev") -> str:
+    """`tcpdump -r FILE -n -tt -S [bpf]`: a pcap the lab wrote, read by tcpdump itself (this host has none;
+    a throw-away loadgen container with the file's folder mounted read-only). -S: absolute TCP sequence
+    numbers, so one segment has one name in both sides' files."""
+    from pathlib import Path
+
+    path = Path(path).resolve()
+    argv = ["docker", "run", "--rm", "-v", f"{path.parent}:/pcap:ro", image, "tcpdump", "-r", f"/pcap/{path.name}",
+            "-n", "-tt", "-S", *bpf.split()]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-1000:]
+    return done.stdout
+
+
+def packet_times(text: str) -> dict[str, float]:
+    """Each IP packet of `tcpdump -n -tt -S` output by its line less the time, which is the same in both
+    sides' files for the same packet (absolute sequence numbers, TCP's timestamp option, ICMP's id and
+    seq), at its first sighting -> capture time (epoch seconds)."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        match = re.match(r"^([\d.]+) (IP .*)$", line)
+        if match:
+            out.setdefault(match.group(2), float(match.group(1)))
+    return out
+
+
+def echo_requests_sent_at(text: str) -> dict[str, tuple[float, float]]:
+    """From `tcpdump -n -tt -x icmp` output: each echo request ('id/seq') -> (its capture time, the send
+    time ping wrote into its payload). iputils ping puts a struct timeval at the start of the data (on a
+    64-bit Linux: tv_sec then tv_usec, 8 bytes each, little-endian on x86); -x dumps from the IP header
+    (20 bytes without options), then the ICMP header (8): the timeval is bytes 28-43."""
+    out: dict[str, tuple[float, float]] = {}
+    current, hexes = None, []
+
+    def done() -> None:
+        if current is not None and len(hexes) >= 44:
+            data = bytes(hexes)
+            sent = int.from_bytes(data[28:36], "little") + int.from_bytes(data[36:44], "little") / 1e6
+            out.setdefault(current[0], (current[1], sent))
+
+    for line in text.splitlines():
+        head = re.match(r"^([\d.]+) IP .*ICMP echo request, id (\d+), seq (\d+)", line)
+        dump = re.match(r"^\s+0x[0-9a-f]+:\s+((?:[0-9a-f]{2,4}\s?)+)", line)
+        if dump and current is not None:
+            hexes += bytes.fromhex(dump.group(1).replace(" ", ""))
+        elif not line.startswith((" ", "\t")):
+            done()
+            current, hexes = (f"{head.group(2)}/{head.group(3)}", float(head.group(1))) if head else None, []
+    done()
+    return out

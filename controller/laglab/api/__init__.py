@@ -1,6 +1,6 @@
 """HTTP API: one blueprint per resource; openapi.py documents every route (a test keeps them in step)."""
 
-from . import clusters, consistency, dashboard, docs, faults, health, lag, matrix, runs, shaping
+from . import captures, clusters, consistency, dashboard, docs, faults, health, lag, matrix, runs, shaping
 
 BLUEPRINTS = (
     health.bp,
@@ -10,6 +10,7 @@ BLUEPRINTS = (
     shaping.bp,
     matrix.bp,
     faults.bp,
+    captures.bp,
     runs.bp,
     dashboard.bp,
     docs.bp,

@@ -194,6 +194,17 @@ class RunBody(Body):
     )  # fmt: skip
 
 
+class CaptureBody(Body):
+    # No example: the fuzzer's example phase sends it as it is (a capture of the lab's real link).
+    link: list[Service] = Field(min_length=2, max_length=2,
+                                description="the two services whose link is captured, each side in its own pcap")  # fmt: skip
+    for_: Time = Field("30s", alias="for", examples=["30s"],
+                       description=f"how long (at most {limits.CAPTURE_SECONDS} s, limit capture_seconds)")  # fmt: skip
+    max_bytes: Int = Field(limits.CAPTURE_BYTES, ge=1, le=limits.CAPTURE_BYTES,
+                           description="each side's pcap at most (the capture stops when one reaches it)")  # fmt: skip
+    snaplen: Int = Field(96, ge=64, le=65535, description="bytes kept of each packet: headers, not the rows")
+
+
 class VerifyBody(Body):
     from_: Service = Field(alias="from")
     to: Service
@@ -411,6 +422,38 @@ class Run(Out):
     links: dict[str, str] | None = Field(
         None, description="GET /api/runs: report files as signed links a browser opens without the token (12 h)"
     )
+
+
+class CaptureFile(Out):
+    file: str
+    bytes: int
+    captured: int | None = Field(description="tcpdump's count, once it ended")
+    received_by_filter: int | None
+    dropped_by_kernel: int | None
+    link: str | None = Field(None, description="the file as a signed link a browser opens without the token (12 h)")
+
+
+class Capture(Out):
+    id: str
+    link: list[str]
+    status: Literal["running", "done", "failed"]
+    started: str
+    ended: str | None
+    seconds: float
+    elapsed_seconds: float
+    max_bytes: int
+    snaplen: int
+    stopped_by: Literal["duration", "size", "asked", "error"] | None = Field(description="why it ended")
+    error: str | None
+    folder: str = Field(description="where its files are, in the controller")
+    results: str | None = Field(None, description="the same folder as the host sees it (results/...)")
+    files: dict[str, CaptureFile] = Field(description="service -> its side's pcap")
+    shaping: list[dict] = Field(description="what the link held at the start and at each change (shaping.csv)")
+    links: dict[str, str] = Field({}, description="pcaps, shaping.csv and capture.json as signed links")
+
+
+class Captures(Out):
+    captures: list[Capture] = Field(description="running and recent, oldest first")
 
 
 class Fault(Out):

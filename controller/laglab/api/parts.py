@@ -14,6 +14,7 @@ from .. import limits
 from ..errors import ApiError
 
 if TYPE_CHECKING:
+    from ..captures import Captures
     from ..faults import FaultManager
     from ..lab import Lab
     from ..lag import LagRecorder
@@ -43,6 +44,13 @@ def faults() -> FaultManager:
     part = lab().faults
     if part is None:
         raise ApiError(503, "faults are not available in this controller")
+    return part
+
+
+def captures() -> Captures:
+    part = lab().captures
+    if part is None:
+        raise ApiError(503, "captures are not available in this controller")
     return part
 
 

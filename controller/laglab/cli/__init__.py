@@ -11,7 +11,8 @@ Exit codes (the same for every command):
   4  the controller cannot be reached
 
 One module per group of commands: lab.py (status, lag, consistency), shaping.py (shape, clear, show,
-preset, matrix, verify), faults.py (fault, partition, heal), load.py, runs.py (run, runs, report).
+preset, matrix, verify), faults.py (fault, partition, heal), capture.py (capture, captures), load.py,
+runs.py (run, runs, report).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import click
 
 from .base import EXIT_CODES, Session, main_options
+from .capture import capture, captures
 from .faults import fault, heal, partition
 from .lab import consistency, dashboard, lag, status
 from .load import load
@@ -83,6 +85,8 @@ for command in (
     fault,
     partition,
     heal,
+    capture,
+    captures,
 ):
     cli.add_command(command)
 for command in (load, run, runs, report, scenario):

@@ -17,7 +17,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from . import bottleneck, report_html, report_search, verdict, words
+from . import bottleneck, report_captures, report_html, report_search, verdict, words
 
 
 def _csv(path: Path) -> list[dict]:
@@ -580,6 +580,7 @@ def render(run: Path) -> Path:
         )
     lines += host_lines(summary)
     lines += timeline_lines(summary)
+    lines += report_captures.lines(run)
     lines += replicator_lines(summary)
     lines += cluster_lines(summary)
     lines += reference_lines(summary)

@@ -293,7 +293,9 @@ class ScenarioRun:
 
         timeline = None
         if plan.timeline:
-            timeline = self._timeline = TimelineRun(self.lab, plan.timeline, plan.duration, plan.number, self._on_event)
+            timeline = self._timeline = TimelineRun(
+                self.lab, plan.timeline, plan.duration, plan.number, self._on_event, folder=self.run.path
+            )
             timeline.prepare()
 
         host = HostLoad(workers=lambda: worker_pids(self.lab))

@@ -16,6 +16,7 @@ import logging
 import math
 import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import Field, create_model, model_validator
@@ -96,8 +97,9 @@ class TimelineRun:
     is still in force (partition, fault, shaping or trace with a duration). `on_event` gets every
     event as it happens (the run's events.csv, the lab's events, the point's recording)."""
 
-    def __init__(self, lab: Lab, steps: list[Step], length: float, point: int, on_event):
+    def __init__(self, lab: Lab, steps: list[Step], length: float, point: int, on_event, folder: Path | None = None):
         self.lab, self.steps, self.length, self.point = lab, steps, length, point
+        self.folder = Path(folder) if folder is not None else Path(".")  # the run's results (a capture's files)
         self.on_event = on_event
         self.events: list[dict] = []
         self._stop = threading.Event()

@@ -27,6 +27,7 @@ from .desired import BLOCK, DesiredState, Partition
 from .params import ParamError, Request, ShapingError
 from .plan import Entry
 from .reconciler import Reconciler
+from .watch import LinkWatchers
 
 if TYPE_CHECKING:  # pydantic is not in the kernel suite's User-mode Linux root: imported where used
     from .matrix import Matrix
@@ -48,6 +49,8 @@ class ShapingManager:
         self._thread: threading.Thread | None = None
         self.last_error: str | None = None
         self.events = events
+        # captures: what their link holds, told at each change
+        self.links = LinkWatchers(self.lock, lambda: self.desired, self.platform.list)
 
     # --- desired state ---
     def load(self, restart=None) -> None:
@@ -79,6 +82,7 @@ class ShapingManager:
             )  # fmt: skip
             raise
         in_force = time.time()
+        self.links.tell(lab, in_force)
         self.desired.save(self.state_path)
         return in_force
 
@@ -320,6 +324,8 @@ def supervise(m: ShapingManager, interval: float) -> None:
                     m.desired.save(m.state_path)
                 if expired or m.reconciler.stale(lab):
                     m.reconciler.apply(m.desired.planned_entries(), lab)
+                if expired:
+                    m.links.tell(lab, time.time())
             m.last_error = None
         except Exception as error:  # the supervisor must outlive a failing platform API or namespace
             m.last_error = f"{type(error).__name__}: {error}"

@@ -57,6 +57,29 @@ def requested(desired: DesiredState, lab: dict[str, LabContainer], src: LabConta
     }
 
 
+def link(desired: DesiredState, lab: dict[str, LabContainer], a: str, b: str) -> dict[str, str]:
+    """What each direction of the link a <-> b holds now, in the API's words ('delay 90ms loss 1% on
+    ports 3306', 'rate 2mbit', 'unshaped'; a partition is 'loss 100%'): a capture's side file."""
+    ips = Reconciler.shapeable(lab)
+    plans = build(desired.planned_entries(), ips)
+    out = {}
+    for src, dst in ((a, b), (b, a)):
+        words = []
+        held, sent = plans.get(dst), plans.get(src)
+        if held is not None and src in ips:
+            source = ips[src] if ips[src] in held.hold else "*" if "*" in held.hold else None
+            if source is not None:
+                words += [f"{k} {v}" for k, v in held.hold[source].to_json().items()]
+                if source in held.ports:
+                    words.append(f"on ports {held.ports[source].text()}")
+        if sent is not None and dst in ips:
+            rate = sent.rates.get(ips[dst], sent.rates.get(None))
+            if rate:
+                words.append(f"rate {format_rate(rate)}")
+        out[f"{src}->{dst}"] = " ".join(words) or "unshaped"
+    return out
+
+
 def _rate(plan, dest_ip):
     if plan is None:
         return None

@@ -7,6 +7,8 @@ the other operations are fuzzed beside them (issue #22: leaving them out left th
 - POST /api/load runs for at most 3 s and never rebuilds the lab's data set (`prepare` would drop and
   load up to 64 tables of a million rows).
 - POST /api/runs never names a shipped scenario (they run for minutes) and runs quick.
+- POST /api/captures captures `fuzz-target` <-> `loadgen` only (tcpdump reads, it changes nothing in
+  them), for at most 2 s, so that the four at once (limit captures) come free again within the run.
 """
 
 import re
@@ -17,6 +19,8 @@ FAULT_TARGET = "fuzz-target"
 
 
 SERVICE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")  # the document's pattern (laglab.shaping.params)
+CAPTURED = ["fuzz-target", "loadgen"]
+TIME = re.compile(r"^\d+(\.\d+)?(us|ms|s)$")  # laglab.shaping.params.TIME_PATTERN's times, none other
 
 
 @schemathesis.hook
@@ -41,6 +45,15 @@ def map_body(context, body):
         seconds = body.get("seconds")
         if "seconds" not in body or (isinstance(seconds, int) and not isinstance(seconds, bool) and seconds > 3):
             body["seconds"] = 3
+    elif key == ("POST", "/api/captures"):
+        pair = body.get("link")
+        if isinstance(pair, list) and len(pair) == 2 and all(isinstance(s, str) and SERVICE.match(s) for s in pair):
+            body["link"] = list(CAPTURED) if pair[0] != pair[1] else [CAPTURED[0], CAPTURED[0]]
+        elif isinstance(pair, list):
+            body["link"] = ["-not a service-" if isinstance(s, str) else s for s in pair]  # invalid stays invalid
+        duration = body.get("for")
+        if "for" not in body or (isinstance(duration, str) and TIME.match(duration)):
+            body["for"] = "2s"  # a valid time of any length becomes 2 s (one outside the limit was a 422 anyway)
     elif key == ("POST", "/api/runs"):
         if isinstance(body.get("file"), str):
             body["file"] = "fuzz-" + body["file"][-50:]  # still of the document's form; never a shipped file

@@ -1,6 +1,6 @@
 """The controller against its own OpenAPI document: schemathesis generates requests from the document
 the running controller serves, for every operation (those that act on containers or start long work
-narrowed by fuzz_hooks.py: faults act on the `fuzz-target` container only), runs every check (server
+narrowed by fuzz_hooks.py: faults act on the `fuzz-target` container only, captures on its link to loadgen), runs every check (server
 errors, status codes, response schemas and content types, schema-valid requests accepted,
 schema-invalid ones rejected, 405s with Allow, use after free, ...) and the test fails on any finding."""
 
@@ -40,7 +40,10 @@ def test_the_api_conforms_to_its_own_document(api, compose, tmp_path):
         api.delete("/api/shaping", timeout=60)
         api.delete("/api/partitions", timeout=60)
         api.delete("/api/load", timeout=60)
+        for capture in api.get("/api/captures").json()["captures"]:  # a fuzzed time the hook did not shorten
+            if capture["status"] == "running":
+                api.delete(f"/api/captures/{capture['id']}", timeout=60)
         compose("--profile", "fuzz", "rm", "-s", "-f", "fuzz-target", timeout=120)
     summary = done.stdout[done.stdout.find("= SUMMARY =") :]
-    assert "Tested: 36" in summary, done.stdout[-3000:]
+    assert "Tested: 40" in summary, done.stdout[-3000:]
     assert done.returncode == 0, done.stdout[-8000:] + done.stderr[-2000:]

@@ -521,3 +521,35 @@ def test_ports_shape_only_their_packets(manager, backend):
             process.kill()
             process.wait()
             process.stdout.close()
+
+
+def test_a_capture_shows_the_delay_where_the_backend_holds_packets(manager, backend, tmp_path):
+    """#40.3: `Captures` (what POST /api/captures and a `capture:` step use) with the real tcpdump, 20 ms
+    each way, 20 pings. The receiver's capture time minus the send time ping wrote in the payload is the
+    one-way delay on both backends. Between the two files: the userspace backend holds packets on the
+    bridge, so the receiver sees each 20 ms after the sender's eth0 did; netem holds them on the sender's
+    egress before eth0, so both files see a packet at nearly one time."""
+    from laglab.captures import Captures
+
+    from ..capture import echo_requests_sent_at
+
+    for a, b in ((SRC, DST), (DST, SRC)):
+        manager.put(a, parse_request({"delay": "20ms", "peer": b}))
+    capture = Captures(manager.platform, manager.executor, manager, tmp_path).start(SRC, DST, 60)
+    ping(SRC, DST, count=20, interval=0.05)
+    capture.stop()
+    assert capture.wait(20) and capture.error is None, capture.as_json()
+    sent, arrived = (echo_requests_sent_at(sh("tcpdump", "-r", str(capture.folder / f"{s}.pcap"), "-n", "-tt", "-x",
+                                              "icmp")) for s in (SRC, DST))  # fmt: skip
+    assert len(arrived) == 20 and len(sent) == 20, (len(sent), len(arrived))
+    one_way = [1000 * (arrived[k][0] - arrived[k][1]) for k in arrived]
+    between = [1000 * (arrived[k][0] - sent[k][0]) for k in arrived]
+    record("capture: one-way ms (payload to receiver; sender's file to receiver's)", backend,
+           one_way_min=round(min(one_way), 2), between_files_median=round(statistics.median(between), 2))  # fmt: skip
+    assert statistics.median(one_way) >= 20 - tolerance(20) and min(one_way) <= 20 + tolerance(20), sorted(one_way)
+    if backend == "userspace":
+        assert statistics.median(between) >= 20 - tolerance(20) and min(between) <= 20 + tolerance(20), between
+    else:
+        assert statistics.median(between) < 2.0, between
+    rows = (capture.folder / "shaping.csv").read_text()
+    assert f"{SRC}->{DST},delay 20ms" in rows and f"{DST}->{SRC},delay 20ms" in rows, rows

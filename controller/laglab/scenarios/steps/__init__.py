@@ -1,8 +1,8 @@
 """Timeline step kinds, one module each, registered by the key a scenario file writes (`shaping:`,
-`clear:`, `partition:`, `heal:`, `fault:`, `trace:`). A new kind is one module here (a `StepKind`
+`clear:`, `partition:`, `heal:`, `fault:`, `trace:`, `capture:`). A new kind is one module here (a `StepKind`
 subclass with `@register`) and its line below: the step schema and the timeline take it from KINDS."""
 
-from . import clear, fault, heal, partition, shaping, trace  # noqa: F401 (each registers its kind)
+from . import capture, clear, fault, heal, partition, shaping, trace  # noqa: F401 (each registers its kind)
 from .base import KINDS, StepKind, register
 from .target import Target
 
