@@ -4,7 +4,7 @@ POST/GET /api/partitions, DELETE /api/partitions[/<id>] (heal)."""
 from flask import Blueprint
 
 from ..openapi import operation
-from ..shaping.params import parse_time
+from ..shaping.params import parse_ports, parse_time
 from . import models, parts
 from .shaping import manager
 
@@ -47,11 +47,13 @@ def undo(fault_id):
 @operation(
     bp, "POST", "/api/partitions", "Cut every link between two groups of services (one way with oneway)",
     body=models.PartitionBody, ok=(201, models.Partition), errors=(404, 409, 422, 502, 503),
-    description="A 100 % loss on each link from a to b (and b to a unless oneway), on top of their shaping.",
+    description="A 100 % loss on each link from a to b (and b to a unless oneway), on top of their shaping; with "
+    "`ports`, on those ports' packets only (409 `ports` where a link is shaped on other ports).",
 )  # fmt: skip
 def partition(body: models.PartitionBody):
     duration = _seconds("duration", body.duration)
-    return manager().partition(body.a, body.b, body.oneway, duration).as_json(), 201
+    ports = parse_ports(body.ports, body.protocol)  # a ParamError answers itself
+    return manager().partition(body.a, body.b, body.oneway, duration, ports).as_json(), 201
 
 
 @operation(bp, "GET", "/api/partitions", "Partitions in force", ok=(200, models.Partitions), errors=(503,))

@@ -177,6 +177,11 @@ class PartitionBody(Body):
     b: list[Service] = Field(min_length=1, max_length=32)
     oneway: bool = Field(False, description="only a -> b is cut; b still reaches a")
     duration: Time | None = Field(None, examples=["60s"], description="heal after this long")
+    ports: list[PortItem] | None = Field(
+        None, min_length=1, max_length=MULTIPORT_SLOTS,
+        description="only the packets to or from these ports are cut (a range as '4567-4568'); absent: every packet",
+    )  # fmt: skip
+    protocol: Literal[PROTOCOLS] | None = Field(None, description="with ports: only tcp or udp (default both)")  # type: ignore[valid-type]
 
 
 class RunBody(Body):
@@ -481,6 +486,7 @@ class Partition(Out):
     b: list[str]
     oneway: bool
     expires_in: str | None
+    ports: str | None = Field(None, description="only these ports' packets are cut ('3306', '/tcp' for one protocol)")
 
 
 class Partitions(Out):

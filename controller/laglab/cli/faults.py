@@ -117,21 +117,34 @@ class _GroupsAroundDashes(click.Command):
 @click.argument("group_b", metavar="B[,B...]")
 @click.option("--oneway", is_flag=True, help="Only A -> B is cut; B still reaches A.")
 @click.option("--for", "duration", type=TIME, help="Heal by itself after this long, e.g. 60s (units: us, ms, s).")
+@click.option(
+    "--ports", metavar="PORTS", help="Cut only the packets to or from these ports, e.g. 3306 or 4567-4568,4444."
+)
+@click.option("--protocol", type=click.Choice(["tcp", "udp"]), help="With --ports: only tcp or udp.")
 @pass_session
-def partition(session: Session, group_a: str, group_b: str, oneway: bool, duration: str | None) -> None:
-    """Cut every link between two groups of services.
+def partition(
+    session: Session, group_a: str, group_b: str, oneway: bool, duration: str | None, ports: str | None,
+    protocol: str | None,
+) -> None:  # fmt: skip
+    """Cut every link between two groups of services (or only their packets on --ports).
 
     \b
     Examples:
       laglab partition mysql-source -- mysql-target --for 60s
       laglab partition gr-node1,gr-node2 gr-node3 --oneway
+      laglab partition mysql-source -- mysql-target --ports 3306 --for 10s
     """
     body = {"a": comma_list(group_a), "b": comma_list(group_b), "oneway": oneway, **({"duration": duration} if duration else {})}  # fmt: skip
+    if ports:
+        body["ports"] = comma_list(ports)
+    if protocol:
+        body["protocol"] = protocol
 
     def human(p: dict) -> None:
         arrow = "->" if p["oneway"] else "<->"
         heals = f", heals in {p['expires_in']}" if p.get("expires_in") else ""
-        click.echo(f"partition {p['id']}: {','.join(p['a'])} {arrow} {','.join(p['b'])} cut{heals}")
+        only = f" on ports {p['ports']}" if p.get("ports") else ""
+        click.echo(f"partition {p['id']}: {','.join(p['a'])} {arrow} {','.join(p['b'])} cut{only}{heals}")
 
     session.emit(session.call("POST", "/api/partitions", body), human)
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from ..recovery import read_state, set_aside, write_state
 from .impairment import Impairment
 from .plan import Entry
+from .ports import ALL, Ports
 
 if TYPE_CHECKING:  # pydantic is not in the kernel suite's User-mode Linux root: imported where used
     from .matrix import Matrix
@@ -34,6 +35,7 @@ class Partition:
     b: tuple[str, ...]
     oneway: bool = False
     expires_at: float | None = None
+    ports: Ports = ALL  # only the packets to or from these ports are cut (absent: every packet)
 
     def pairs(self) -> list[tuple[str, str]]:
         """(sender, receiver) of every blocked direction."""
@@ -42,6 +44,7 @@ class Partition:
 
     def as_json(self) -> dict:
         out = {"id": self.id, "a": list(self.a), "b": list(self.b), "oneway": self.oneway}
+        out["ports"] = self.ports.text() if self.ports else None
         out["expires_in"] = None if not self.expires_at else f"{max(0.0, self.expires_at - time.time()):.1f}s"
         return out
 
@@ -52,11 +55,13 @@ class Partition:
             "b": list(self.b),
             "oneway": self.oneway,
             "expires_at": self.expires_at,
+            "ports": self.ports.to_wire(),
         }
 
     @classmethod
     def from_wire(cls, item: dict) -> Partition:
-        return cls(item["id"], tuple(item["a"]), tuple(item["b"]), item["oneway"], item.get("expires_at"))
+        return cls(item["id"], tuple(item["a"]), tuple(item["b"]), item["oneway"], item.get("expires_at"),
+                   Ports.from_wire(item.get("ports")))  # fmt: skip
 
 
 @dataclass
@@ -68,7 +73,7 @@ class DesiredState:
 
     def planned_entries(self) -> list[Entry]:
         """What the backends get: the entries, and a 100 % loss per partitioned direction."""
-        blocked = [Entry(s, r, "egress", BLOCK) for p in self.partitions.values() for s, r in p.pairs()]
+        blocked = [Entry(s, r, "egress", BLOCK, ports=p.ports) for p in self.partitions.values() for s, r in p.pairs()]
         return list(self.entries.values()) + blocked
 
     def next_partition_id(self) -> str:

@@ -26,6 +26,7 @@ from .backend import Backend, Seeding
 from .desired import BLOCK, DesiredState, Partition
 from .params import ParamError, Request, ShapingError
 from .plan import Entry
+from .ports import ALL, Ports
 from .reconciler import Reconciler
 from .watch import LinkWatchers
 
@@ -180,8 +181,17 @@ class ShapingManager:
             self.note("delay matrix " + ("set: " + ", ".join(matrix.groups) if matrix else "removed"))
 
     # --- partitions ---
-    def partition(self, a: list[str], b: list[str], oneway: bool = False, duration: float | None = None) -> Partition:
+    def partition(
+        self, a: list[str], b: list[str], oneway: bool = False, duration: float | None = None, ports: Ports = ALL
+    ) -> Partition:
+        """Cut every link between the groups (only their packets to or from `ports`, when given)."""
         lab = self.platform.list()
+        if ports:  # the backend's word on a ported block (Chaos Mesh has no ports; the kernel's ≤ 32)
+            refused = self.backend.unsupported(
+                Entry(a[0] if a else "", b[0] if b else None, "egress", BLOCK, ports=ports)
+            )
+            if refused:
+                raise ShapingError(Kind.INVALID, f"{refused[0]}: {refused[1]}")
         for field, group in (("a", a), ("b", b)):
             if not group:
                 raise ShapingError(Kind.INVALID, f"{field}: name at least one service")
@@ -203,10 +213,12 @@ class ShapingManager:
             partition = Partition(
                 self.desired.next_partition_id(), tuple(a), tuple(b), oneway,
                 time.time() + duration if duration is not None else None,  # 0: healed at the next check
+                ports,
             )  # fmt: skip
             self._converge(lab, lambda d: d.partitions.__setitem__(partition.id, partition))
             arrow = "->" if oneway else "<->"
-            self.note(f"partition {partition.id}: {','.join(a)} {arrow} {','.join(b)}")
+            self.note(f"partition {partition.id}: {','.join(a)} {arrow} {','.join(b)}"
+                      + (f" on ports {ports.text()}" if ports else ""))  # fmt: skip
             return partition
 
     def heal(self, partition_id: str | None = None) -> list[str]:

@@ -7,25 +7,35 @@ from __future__ import annotations
 
 import itertools
 import re
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from .. import presets
+from ..errors import Kind
 from .params import (
     PERCENT_PATTERN,
     RATE_PATTERN,
     SERVICE_PATTERN,
     TIME_PATTERN,
+    ParamError,
     Request,
     half_link,
     parse_percent,
+    parse_ports,
     parse_rate,
     parse_time,
 )
+from .ports import MULTIPORT_SLOTS, PROTOCOLS
 
 GROUP_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
 Group = Annotated[str, Field(pattern=GROUP_PATTERN)]
+# As the API's models say it (laglab.api.models.PortItem), which import this module.
+PortItem = Annotated[
+    Annotated[int, Field(ge=1, le=65535)] | Annotated[str, Field(pattern=r"^[0-9]{1,5}(-[0-9]{1,5})?$")],
+    Field(description="a port, or a range 'low-high'"),
+]
+PortList = Annotated[list[PortItem], Field(min_length=1, max_length=MULTIPORT_SLOTS)]
 
 
 class _Strict(BaseModel):
@@ -42,6 +52,8 @@ class MatrixLink(_Strict):
     jitter: Annotated[str, Field(pattern=TIME_PATTERN)] | None = None
     loss: Annotated[str, Field(pattern=PERCENT_PATTERN)] | None = None
     rate: Annotated[str, Field(pattern=RATE_PATTERN)] | None = None
+    ports: PortList | None = Field(None, description="only these ports' packets (over the matrix's `ports`)")
+    protocol: Literal[PROTOCOLS] | None = None  # type: ignore[valid-type]
 
 
 class MatrixError(ValueError):
@@ -65,6 +77,11 @@ class Matrix(_Strict):
         None, description="group -> a region of the presets table: every pair of groups gets its round trip"
     )
     links: list[MatrixLink] = Field([], max_length=120, description="explicit links (win over regions)")
+    ports: PortList | None = Field(
+        None,
+        description="every link holds only these ports' packets (3306: the binlog stream), unless it names its own",
+    )
+    protocol: Literal[PROTOCOLS] | None = None  # type: ignore[valid-type]
 
     def check(self) -> Matrix:
         """The rules across keys, which the schema cannot say: raises MatrixError naming the key."""
@@ -118,10 +135,13 @@ class Matrix(_Strict):
         if self.regions is not None:
             for a, b in itertools.combinations(self.groups, 2):
                 if self.regions[a] != self.regions[b]:
-                    out[(a, b)] = {"rtt": f"{presets.region_rtt_ms(self.regions[a], self.regions[b]):g}ms"}
+                    out[(a, b)] = {"rtt": f"{presets.region_rtt_ms(self.regions[a], self.regions[b]):g}ms",
+                                   "ports": self.ports, "protocol": self.protocol}  # fmt: skip
         for link in self.links:
             settings = presets.link(link.preset) if link.preset else {"rtt": link.rtt}
             settings.update({k: v for k, v in (("jitter", link.jitter), ("loss", link.loss)) if v})
+            own = link.ports is not None
+            settings.update(ports=link.ports if own else self.ports, protocol=link.protocol if own else self.protocol)
             if link.rate:
                 settings["rate"] = settings["rate_reverse"] = link.rate
             a, b = link.between
@@ -134,6 +154,10 @@ class Matrix(_Strict):
         the round trip each way, as a scenario's link does. ParamError for a value out of range."""
         out = []
         for (a, b), settings in self.link_settings().items():
+            ports = parse_ports(settings.get("ports"), settings.get("protocol"))
+            if ports and (settings.get("rate") or settings.get("rate_reverse")):
+                raise ParamError("ports", f"the link {a} <-> {b} has a rate and ports: a rate shapes every packet of a "
+                                 "link, ports select some; name ports on the links without a rate", Kind.INVALID)  # fmt: skip
             for x in self.groups[a]:
                 for y in self.groups[b]:
                     for service, peer, rate in ((x, y, settings.get("rate")), (y, x, settings.get("rate_reverse"))):
@@ -143,6 +167,7 @@ class Matrix(_Strict):
                             jitter=parse_time("jitter", settings["jitter"]) if settings.get("jitter") else 0.0,
                             loss=parse_percent("loss", settings["loss"]) if settings.get("loss") else 0.0,
                             rate=parse_rate("rate", rate) if rate else None,
+                            ports=ports,
                         )
                         if request is not None:
                             out.append((service, request))
@@ -150,7 +175,8 @@ class Matrix(_Strict):
 
     def bodies(self) -> list[tuple[str, dict]]:
         """requests() in the API's words: (service, PUT /api/shaping body with its peer)."""
-        return [(service, {"peer": r.peer, **r.shaping.to_json()}) for service, r in self.requests()]
+        return [(service, {"peer": r.peer, **r.shaping.to_json(), **({"ports": r.ports.text()} if r.ports else {})})
+                for service, r in self.requests()]  # fmt: skip
 
     def rtt_ms(self, service_a: str, service_b: str) -> float:
         """The round trip asked between two services (0 when their groups are not linked)."""

@@ -74,3 +74,46 @@ def test_what_ports_cannot_do_is_refused_by_name(api):
         assert [d.get("ports") for d in api.get("/api/shaping/mysql-source").json()["desired"]] == [None]  # rolled back
     finally:
         api.delete("/api/shaping", timeout=60)
+
+
+def test_a_partition_on_one_port_cuts_that_port_only(api, compose):
+    """`laglab partition A -- B --ports 3307`: a connect to 3307 gets no answer while it holds, one to
+    3306 (the binlog stream's port) and ping cross as before; healed, 3307 answers again."""
+    target_ip = compose("exec", "-T", "controller", "getent", "hosts", "mysql-target").stdout.split()[0]
+    in_netns(compose, "mysql-target", "python", "-c", LISTEN, "3307", "1", detach=True)  # the connect after heal
+    cut = laglab("partition", "mysql-source", "--", "mysql-target", "--ports", "3307", "--for", "120s")
+    try:
+        assert cut.returncode == 0 and "cut on ports 3307, heals in" in cut.stdout, cut.stdout + cut.stderr
+        listed = api.get("/api/partitions").json()["partitions"]
+        assert [p["ports"] for p in listed] == ["3307"], listed
+        blocked = compose("exec", "-T", "controller", "nsenter", f"--target={pid('mysql-source', compose)}", "--net",
+                          "--", "python", "-c", CONNECT, target_ip, "3307", "1", check=False, timeout=120)  # fmt: skip
+        assert blocked.returncode != 0 and "timed out" in blocked.stderr, (blocked.stdout, blocked.stderr[-500:])
+        other = json.loads(in_netns(compose, "mysql-source", "python", "-c", CONNECT, target_ip, "3306", "3").stdout)
+        ping_ms = [
+            float(t)
+            for t in re.findall(r"time=([\d.]+) ms", in_netns(compose, "mysql-source", *PING, target_ip).stdout)
+        ]
+        assert min(other) < 50 and len(ping_ms) == 10, (other, ping_ms)
+    finally:
+        assert laglab("heal").returncode == 0
+    healed = json.loads(in_netns(compose, "mysql-source", "python", "-c", CONNECT, target_ip, "3307", "1").stdout)
+    assert min(healed) < 50, healed
+
+
+def test_a_matrix_with_ports_holds_only_those_ports(api, compose):
+    """`PUT /api/matrix` with `ports`: every member pair's link holds only the binlog port's packets."""
+    target_ip = compose("exec", "-T", "controller", "getent", "hosts", "mysql-target").stdout.split()[0]
+    in_netns(compose, "mysql-target", "python", "-c", LISTEN, "3307", "5", detach=True)
+    body = {"groups": {"dc1": ["mysql-source"], "dc2": ["mysql-target"]}, "ports": [3306],
+            "links": [{"between": ["dc1", "dc2"], "rtt": "60ms"}]}  # fmt: skip
+    put = api.put("/api/matrix", json=body, timeout=60)
+    try:
+        assert put.status_code == 200, put.text
+        assert {(link["service"], link["ports"]) for link in put.json()["links"]} == {
+            ("mysql-source", "3306"), ("mysql-target", "3306")}  # fmt: skip
+        on_port = json.loads(in_netns(compose, "mysql-source", "python", "-c", CONNECT, target_ip, "3306", "5").stdout)
+        beside = json.loads(in_netns(compose, "mysql-source", "python", "-c", CONNECT, target_ip, "3307", "5").stdout)
+        assert min(on_port) >= 59.0 and min(beside) < 30, (on_port, beside)
+    finally:
+        assert api.delete("/api/matrix", timeout=60).status_code == 204

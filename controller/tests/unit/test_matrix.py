@@ -102,3 +102,26 @@ def test_the_document_refuses_the_group_names_the_server_refuses():
     with pytest.raises(ValidationError):
         Matrix.model_validate(body)
     assert validator.is_valid({"groups": {"eu": ["mysql-source"], "us-1": ["mysql-target"]}, "regions": {"eu": "x"}})
+
+
+def test_a_matrixs_ports_hold_only_those_packets_and_a_link_may_name_its_own():
+    """#40.1: `ports` on a matrix (every link) and on one of its links (over the matrix's)."""
+    body = {**THREE_SITES, "ports": [4567, "4568"],
+            "links": [{"between": ["eu", "us"], "rtt": "80ms", "ports": [3306], "protocol": "tcp"}]}  # fmt: skip
+    requests = Matrix.model_validate(body).check().requests()
+    ports = {(s, r.peer): r.ports.text() for s, r in requests}
+    assert ports[("galera-node1", "galera-node2")] == "3306/tcp"
+    assert ports[("galera-node1", "galera-node3")] == "4567,4568"
+    assert dict(((s, b["peer"]), b.get("ports")) for s, b in Matrix.model_validate(body).bodies())[
+        ("galera-node3", "galera-node2")] == "4567,4568"  # fmt: skip
+
+
+def test_a_matrix_link_with_a_rate_and_ports_is_refused_naming_ports(tmp_path):
+    from laglab.shaping.manager import ShapingError
+
+    body = {"groups": {"a": ["mysql-source"], "b": ["mysql-target"]}, "ports": [3306],
+            "links": [{"between": ["a", "b"], "rtt": "80ms", "rate": "2mbit"}]}  # fmt: skip
+    m = manager(backends.KernelBackend(), tmp_path)
+    with pytest.raises(ShapingError) as caught:
+        m.set_matrix(Matrix.model_validate(body).check())
+    assert caught.value.message.startswith("links: ports: the link a <-> b has a rate and ports"), caught.value.message

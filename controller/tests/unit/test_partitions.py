@@ -81,3 +81,53 @@ def test_clear_heals_every_partition(tmp_path):
     m.partition(["mysql-source"], ["mysql-target"])
     m.clear()
     assert m.desired.partitions == {} and m.desired.planned_entries() == []
+
+
+@pytest.mark.parametrize("backend", [backends.KernelBackend, lambda: backends.UserspaceBackend(python="python3")])
+def test_a_ported_partition_cuts_only_those_ports_and_is_kept_across_a_restart(tmp_path, backend):
+    """#40.1: `ports` on a partition: the block holds only those ports' packets (a u32 filter per port on
+    the kernel backend, multiport on the userspace one), it says so, and a controller started again
+    reloads it with its ports."""
+    from laglab.shaping.desired import DesiredState
+    from laglab.shaping.params import parse_ports
+
+    m = manager(backend(), tmp_path)
+    made = m.partition(["mysql-source"], ["mysql-target"], ports=parse_ports([3306], "tcp"))
+    assert made.as_json()["ports"] == "3306/tcp"
+    assert {e.ports.text() for e in m.desired.planned_entries()} == {"3306/tcp"}
+    if m.backend.name == "userspace":  # its rules go to iptables-restore's stdin: what it writes, from the plan
+        from laglab.shaping.userspace import receiver_rules
+
+        plans = m.backend.plan(m.desired.planned_entries(), {"mysql-source": "10.0.0.2", "mysql-target": "10.0.0.3"})
+        rules = receiver_rules("C", "br", plans["mysql-target"], 1)
+        assert rules and all("-p tcp -m multiport --ports 3306 " in rule for rule in rules), rules
+    else:
+        ran = " ".join(" ".join(argv) for argv in m.executor.ran)
+        assert "match ip dport 3306 0xffff" in ran and "match ip sport 3306 0xffff" in ran, ran[-2000:]
+    again = DesiredState.load(m.state_path)
+    assert again.partitions[made.id].ports.text() == "3306/tcp"
+
+
+def test_a_ported_partition_on_a_link_shaped_on_other_ports_is_refused_naming_ports(tmp_path):
+    from laglab.shaping.params import parse_ports
+
+    m = manager(backends.KernelBackend(), tmp_path)
+    m.put("mysql-source", parse_request({"delay": "40ms", "peer": "mysql-target", "ports": [4567]}))
+    with pytest.raises(ShapingError) as caught:
+        m.partition(["mysql-source"], ["mysql-target"], ports=parse_ports([3306]))
+    assert status_of(caught.value) == 409 and caught.value.message.startswith("ports: "), caught.value.message
+    assert m.desired.partitions == {}, "nothing half-made"
+    made = m.partition(["mysql-source"], ["mysql-target"])  # a block of every packet covers a ported delay
+    assert made.as_json()["ports"] is None
+
+
+def test_a_partition_step_takes_ports_and_refuses_bad_ones_naming_the_key():
+    from laglab.scenarios.spec import ScenarioError, load_text
+
+    head = "name: t\nload: {duration: 60s}\ntimeline:\n  - {at: 1s, partition: {a: [x], b: [y], "
+    (step,) = load_text(head + "ports: [3306], protocol: tcp}}\n").points[0].plan().timeline
+    assert step.kind.describe() == "partition x <-> y on ports 3306/tcp"
+    with pytest.raises(ScenarioError) as caught:
+        load_text(head + "ports: [70000]}}\n")
+    assert str(caught.value).startswith("timeline.0.partition"), str(caught.value)
+    assert "ports" in str(caught.value)

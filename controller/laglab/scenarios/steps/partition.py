@@ -1,10 +1,14 @@
-"""`partition: {a: [...], b: [...], oneway: false}`: every link between the groups cut; healed after its
-duration (or when the point ends)."""
+"""`partition: {a: [...], b: [...], oneway: false, ports: [3306]}`: every link between the groups cut (only
+the packets of `ports`, when given); healed after its duration (or when the point ends)."""
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Literal
 
+from pydantic import Field, model_validator
+
+from ...shaping.params import ParamError, parse_ports
+from ...shaping.ports import ALL, PROTOCOLS, Ports
 from .base import StepKind, now, register
 
 
@@ -14,15 +18,30 @@ class PartitionStep(StepKind):
     a: list[str] = Field(min_length=1)
     b: list[str] = Field(min_length=1)
     oneway: bool = False
+    ports: list[int | str] | None = None
+    protocol: Literal[PROTOCOLS] | None = None  # type: ignore[valid-type]
+
+    @model_validator(mode="after")
+    def _ports(self):
+        try:
+            parse_ports(self.ports, self.protocol)
+        except ParamError as error:
+            raise ValueError(error.message) from None
+        return self
+
+    @property
+    def selected(self) -> Ports:
+        return parse_ports(self.ports, self.protocol) if self.ports else ALL
 
     def describe(self) -> str:
-        return f"partition {','.join(self.a)} {'->' if self.oneway else '<->'} {','.join(self.b)}"
+        only = f" on ports {self.selected.text()}" if self.ports else ""
+        return f"partition {','.join(self.a)} {'->' if self.oneway else '<->'} {','.join(self.b)}{only}"
 
     def receivers(self) -> set[str]:
         return set(self.a + self.b)
 
     def do(self, run, key, step):
         shaping = run.lab.shaping
-        made = shaping.partition(self.a, self.b, self.oneway)
+        made = shaping.partition(self.a, self.b, self.oneway, ports=self.selected)
         run.later(key, step, lambda: shaping.heal(made.id) if made.id in shaping.desired.partitions else None)
         return now(), False
