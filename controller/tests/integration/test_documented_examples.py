@@ -266,12 +266,15 @@ def test_a_help_pages_examples_run_as_written(page, api, compose, source, settin
     """Each --help page's examples in its order, from the lab `make up` leaves (put back after each
     page); a scenario's --quick run the README runs as written is not run twice (documented.py's `same`)."""
     shell = HELP_SHELL.setdefault("shell", Shell(tmp_path_factory.mktemp("help")))
+    ran = 0
     try:
         for example in (e for e in HELP_RUNS_HERE if e.page == page):
             example, started = arranged(shell, example, api)
-            run_example(shell, example)
+            run_example(shell, example)  # asserts its exit code and output
+            ran += 1
             if started is not None:
                 shell.last_run = started.stopped()
+        assert ran == sum(e.page == page for e in HELP_RUNS_HERE), f"{page}: {ran} of its examples ran"
     finally:
         put_back(api, compose, settings.MYSQL_ROOT_PASSWORD)
         TICKET.unlink(missing_ok=True)
