@@ -36,6 +36,7 @@ from .errors import Kind, LabError
 from .executor import Executor
 from .platforms import LabContainer, Platform
 from .results import iso, utc_stamp
+from .shaping.manager import resolve
 
 log = logging.getLogger("laglab.captures")
 
@@ -217,15 +218,8 @@ class Captures:
         lab = self.platform.list()
         out = []
         for service in (a, b):
-            container = lab.get(service)
-            if container is None:
-                raise CaptureError(
-                    Kind.NOT_FOUND, f"link: no service {service!r} in this lab (known: {', '.join(sorted(lab))})"
-                )
-            if not container.shapeable:
-                raise CaptureError(
-                    Kind.CONFLICT, f"link: {service} is the lab's apparatus; captures are of the lab's links"
-                )
+            resolve(lab, service, "link")  # this lab's, never the apparatus, running (as shaping asks)
+            container = lab[service]
             if not container.entered:
                 raise CaptureError(Kind.INVALID, f"link: captures need the controller in the containers' network "
                                    f"namespaces, which it does not enter on {self.platform.name} (kubectl debug "
