@@ -24,6 +24,7 @@ from .capture import capture, captures
 from .faults import fault, heal, partition
 from .lab import consistency, dashboard, lag, status
 from .load import load
+from .profile import profile_command
 from .runs import report, run, runs
 from .scenario import scenario
 from .shaping import clear, matrix, preset, shape, show, verify
@@ -89,7 +90,7 @@ for command in (
     captures,
 ):
     cli.add_command(command)
-for command in (load, run, runs, report, scenario):
+for command in (load, run, runs, report, scenario, profile_command):
     cli.add_command(command)
 
 

@@ -155,5 +155,15 @@ def seconds(value: float | None, digits: int = 3) -> str:
     return f"{value:.{max(digits - 2, 1)}f} s"
 
 
+def human_bytes(n: float | None) -> str:
+    """A size in the unit a reader wants: '24 B', '3.8 KiB', '4.1 MiB', '-'."""
+    if n is None:
+        return "-"
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n:.0f} B"
+
+
 def comma_list(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]

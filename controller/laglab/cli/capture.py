@@ -7,7 +7,7 @@ import time
 
 import click
 
-from .base import TIME, Session, pass_session, table
+from .base import TIME, Session, human_bytes, pass_session, table
 
 UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30}
 
@@ -24,15 +24,6 @@ class SizeType(click.ParamType):
         if not match:
             self.fail(f"{value!r} is not a size, like 20MB or 512KiB (units: B, kB, MB, GB, KiB, MiB, GiB)", param, ctx)
         return int(float(match.group(1)) * UNITS[(match.group(2) or "").lower()])
-
-
-def human_bytes(n: int | None) -> str:
-    if n is None:
-        return "-"
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
 
 
 def capture_lines(c: dict) -> list[str]:
