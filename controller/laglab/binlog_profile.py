@@ -95,7 +95,7 @@ class Reader:
         self.at = 0
         self.current: Transaction | None = None
         self._event: str | None = None
-        self._event_table: str | None = None
+        self._rows_event: tuple[str, int] | None = None  # (table, start) of the rows event being read
         self._event_start = 0
         self._row_table: str | None = None
 
@@ -111,6 +111,10 @@ class Reader:
             return
         if match := AT.match(line):
             self.at = int(match.group(1))
+            if self._rows_event is not None:  # a rows event ends where the next one starts (MariaDB
+                table, start = self._rows_event  # writes end_log_pos 0 inside a transaction)
+                self.tables[table].row_event_bytes += max(0, self.at - start)
+                self._rows_event = None
             return
         if match := HEADER.match(line):
             self._header(match)
@@ -160,7 +164,7 @@ class Reader:
         current = self.current
         if current is None:
             return  # Previous-GTIDs, Rotate, Binlog_checkpoint, Gtid_list, Stop: not a transaction's
-        current.end, current.events = end, current.events + 1
+        current.end, current.events = max(current.end, end), current.events + 1
         if current.length is None or not current.epoch:
             current.epoch = max(current.epoch, epoch.timestamp())
         if found := TABLE_MAP.match(kind):
@@ -170,9 +174,9 @@ class Reader:
         elif found := ROWS_EVENT.match(kind):
             self.row_format = True
             current.statements += 1 if "STMT_END_F" in whole else 0
-            self._event_table = self.table_ids.get(found.group(2))
-            if self._event_table is not None:
-                self.tables[self._event_table].row_event_bytes += end - self.at
+            table = self.table_ids.get(found.group(2))
+            if table is not None:
+                self._rows_event = (table, self.at)
         elif kind.startswith("Xid") or "Xid = " in whole:
             if kind.startswith("Query"):  # a DDL's Query event carries the Xid in MySQL 8
                 current.ddl = True

@@ -3,7 +3,9 @@ tests/unit/fixtures/binlog/mysql-9.7.4-row.txt is `mysqlbinlog -vv --base64-outp
 (Debian's, the lab's MySQL image) on a binlog written by its server for five transactions (CREATE
 DATABASE, CREATE TABLE, one INSERT, a transaction of two INSERTs and an UPDATE, one DELETE);
 mysql-9.7.4-errors.txt is the same mysqlbinlog's stderr on a text file, that binlog cut at 1100 bytes,
-and a file that starts with an encrypted binlog's magic (0xfd 'bin')."""
+and a file that starts with an encrypted binlog's magic (0xfd 'bin'). mariadb-11.8.9-row.txt and
+mariadb-11.8.9-errors.txt: MariaDB 11.8.9's server and `mariadb-binlog` (Debian's, the lab's 11.8 image)
+for the same statements, a text file and that binlog cut at 1100 bytes."""
 
 from pathlib import Path
 
@@ -109,3 +111,26 @@ def test_a_missing_file_is_named():
 
     with pytest.raises(BinlogError, match=r"file: /nonexistent/binlog\.000001: no such file"):
         read_file("/nonexistent/binlog.000001", {})
+
+
+def test_mariadbs_binlog_reads_the_same_workload_the_same_way():
+    """MariaDB writes `GTID 0-1-N ddl|trans`, the DDL's Query with a lowercase xid, Annotate_rows, and
+    end_log_pos 0 for the events inside a transaction: sizes come from the positions."""
+    reader = read("mariadb-11.8.9-row.txt")
+    assert reader.server == "11.8.9-MariaDB-0+deb13u1"
+    assert [t.ddl for t in reader.transactions] == [True, True, False, False, False]
+    assert [t.rows for t in reader.transactions] == [0, 0, 1, 3, 1]
+    assert [t.statements for t in reader.transactions] == [1, 1, 1, 2, 1]
+    assert [t.bytes for t in reader.transactions] == [129, 229, 290, 841, 538]  # `# at` GTID to the last end_log_pos
+    made = profile([reader])
+    assert made["tables"][0]["kinds"] == {"insert": 3, "update": 1, "delete": 1} and made["tables"][0]["columns"] == 4
+    assert made["tables"][0]["row_bytes"] > 0 and made["parallelism"] is None  # no group commit recorded (no cid)
+
+
+@pytest.mark.parametrize(("line", "words"), [(0, "not a binary log file"), (1, "damaged or truncated at offset 1065")])
+def test_mariadb_binlogs_errors_name_the_file_and_the_offset(line, words):
+    said = (FIXTURES / "mariadb-11.8.9-errors.txt").read_text().splitlines()
+    reader = Reader("mariadb-bin.000003").feed(said[line:] if line else said[:1])
+    with pytest.raises(BinlogError) as caught:
+        check("mariadb-bin.000003", reader, returncode=1)
+    assert caught.value.message.startswith("file: mariadb-bin.000003: " + words), caught.value.message
