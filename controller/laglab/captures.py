@@ -42,6 +42,7 @@ log = logging.getLogger("laglab.captures")
 
 SNAPLEN = 96  # Ethernet 14 + IP 20 + TCP 32 (with timestamps) + 30 of payload; ping's timestamp is in it
 SNAPLEN_RANGE = (64, 65535)
+MIN_SECONDS = 1.0
 KEEP = 50  # finished captures this controller lists
 COUNTS = re.compile(r"^(\d+) packets? (captured|received by filter|dropped by kernel)", re.M)
 
@@ -156,7 +157,7 @@ def tcpdump_argv(peer_ip: str, seconds: float, snaplen: int, file: Path) -> list
     libpcap's ring gives them a block at a time, and the last second's packets were lost at a stop:
     110 of 120 pings on the lab) and written as they come (-U), by root (-Z root: the controller's
     results folder is root's), no promiscuous mode (-p): this namespace's own traffic."""
-    return ["timeout", "--signal=INT", f"{seconds:g}", "tcpdump", "-i", "eth0", "-n", "-p", "--immediate-mode", "-U", "-Z", "root",
+    return ["timeout", "--signal=INT", f"{seconds:.3f}".rstrip("0").rstrip("."), "tcpdump", "-i", "eth0", "-n", "-p", "--immediate-mode", "-U", "-Z", "root",
             "-s", str(snaplen), "-w", str(file), "host", peer_ip]  # fmt: skip
 
 
@@ -204,9 +205,9 @@ class Captures:
     def _check(self, a: str, b: str, seconds: float, max_bytes: int, snaplen: int) -> None:
         if a == b:
             raise CaptureError(Kind.INVALID, f"link: {a} twice; a link is two services")
-        if not 0 < seconds <= limits.CAPTURE_SECONDS:
-            raise CaptureError(Kind.INVALID, f"for: {seconds:g}s is not within (0, {limits.CAPTURE_SECONDS}] seconds "
-                               "(limit capture_seconds)")  # fmt: skip
+        if not MIN_SECONDS <= seconds <= limits.CAPTURE_SECONDS:
+            raise CaptureError(Kind.INVALID, f"for: {seconds:g}s is not within {MIN_SECONDS:g}..{limits.CAPTURE_SECONDS} "
+                               "seconds (tcpdump takes a moment to start; limit capture_seconds)")  # fmt: skip
         if not 1 <= max_bytes <= limits.CAPTURE_BYTES:
             raise CaptureError(Kind.INVALID, f"max_bytes: {max_bytes} is not within 1..{limits.CAPTURE_BYTES} "
                                "(limit capture_bytes, per side)")  # fmt: skip

@@ -16,6 +16,7 @@ from .. import limits
 from ..faults import ACTIONS
 from ..load import SCRIPTS
 from ..shaping.impairment import KNOBS
+from ..shaping.matrix import PortItem
 from ..shaping.params import DIRECTIONS, DISTRIBUTIONS, PERCENT_PATTERN, RATE_PATTERN, SERVICE_PATTERN, TIME_PATTERN
 from ..shaping.plan import SEED_MAX
 from ..shaping.ports import MULTIPORT_SLOTS, PROTOCOLS
@@ -106,10 +107,6 @@ Gap = Annotated[
     # (the range spelled out for the document too: after a BeforeValidator pydantic writes "ge"/"le",
     # which JSON Schema does not know, and 0 was schema-valid)
     WithJsonSchema({"type": "integer", "minimum": 1, "maximum": 1000}),
-]
-PortItem = Annotated[
-    Annotated[int, Field(ge=1, le=65535)] | Annotated[str, Field(pattern=r"^[0-9]{1,5}(-[0-9]{1,5})?$")],
-    Field(description="a port, or a range 'low-high'"),
 ]
 Seed = Annotated[
     int,

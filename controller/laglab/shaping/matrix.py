@@ -9,7 +9,7 @@ import itertools
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
 from .. import presets
 from ..errors import Kind
@@ -30,9 +30,13 @@ from .ports import MULTIPORT_SLOTS, PROTOCOLS
 
 GROUP_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
 Group = Annotated[str, Field(pattern=GROUP_PATTERN)]
-# As the API's models say it (laglab.api.models.PortItem), which import this module.
+# A port of a body (the API's models take it from here).
+# JSON has one number type: 3306.0 is the integer 3306 (JSON Schema says so too; the fuzzer sent it).
 PortItem = Annotated[
-    Annotated[int, Field(ge=1, le=65535)] | Annotated[str, Field(pattern=r"^[0-9]{1,5}(-[0-9]{1,5})?$")],
+    Annotated[
+        int, BeforeValidator(lambda v: int(v) if isinstance(v, float) and v.is_integer() else v), Field(ge=1, le=65535)
+    ]
+    | Annotated[str, Field(pattern=r"^[0-9]{1,5}(-[0-9]{1,5})?$")],
     Field(description="a port, or a range 'low-high'"),
 ]
 PortList = Annotated[list[PortItem], Field(min_length=1, max_length=MULTIPORT_SLOTS)]

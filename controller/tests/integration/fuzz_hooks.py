@@ -15,12 +15,14 @@ import re
 
 import schemathesis
 
+from laglab.shaping.params import TIME_PATTERN
+
 FAULT_TARGET = "fuzz-target"
 
 
 SERVICE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")  # the document's pattern (laglab.shaping.params)
 CAPTURED = ["fuzz-target", "loadgen"]
-TIME = re.compile(r"^\d+(\.\d+)?(us|ms|s)$")  # laglab.shaping.params.TIME_PATTERN's times, none other
+TIME = re.compile(TIME_PATTERN)  # the document's times (with spaces, any case): every valid one becomes 2 s
 
 
 @schemathesis.hook

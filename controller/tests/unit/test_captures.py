@@ -66,7 +66,7 @@ def test_tcpdump_is_bounded_by_time_snap_length_and_the_peer():
 
 
 def test_a_capture_writes_a_pcap_per_side_and_ends_by_its_duration(captures):
-    made = captures.start("mysql-source", "mysql-target", 0.5)
+    made = captures.start("mysql-source", "mysql-target", 1)
     assert made.running
     assert made.wait(10)
     shown = made.as_json()
@@ -105,6 +105,7 @@ def test_what_a_capture_refuses(captures, monkeypatch):
     refused(Kind.NOT_FOUND, "link", lambda: captures.start("mysql-source", "nosuch", 5))
     refused(Kind.CONFLICT, "link", lambda: captures.start("controller", "mysql-source", 5))  # the apparatus
     refused(Kind.INVALID, "for", lambda: captures.start("mysql-source", "mysql-target", 0))
+    refused(Kind.INVALID, "for", lambda: captures.start("mysql-source", "mysql-target", 0.0001))  # the fuzzer's .1 msec
     refused(Kind.INVALID, "for", lambda: captures.start("mysql-source", "mysql-target", limits.CAPTURE_SECONDS + 1))
     refused(Kind.INVALID, "max_bytes", lambda: captures.start("mysql-source", "mysql-target", 5, max_bytes=0))
     refused(Kind.INVALID, "snaplen", lambda: captures.start("mysql-source", "mysql-target", 5, snaplen=10))
@@ -213,7 +214,7 @@ def test_a_capture_step_captures_for_its_duration_into_the_runs_folder(captures,
     from ..polling import wait_until
 
     plan = load_text("name: t\nload: {duration: 5s}\ntimeline:\n"
-                     "  - {at: 0.1s, duration: 0.5s, capture: {link: [mysql-source, mysql-target], snaplen: 128}}\n")  # fmt: skip
+                     "  - {at: 0.1s, duration: 1s, capture: {link: [mysql-source, mysql-target], snaplen: 128}}\n")  # fmt: skip
     events = []
     lab = SimpleNamespace(shaping=captures.shaping, captures=captures)
     timeline = TimelineRun(lab, plan.points[0].plan().timeline, 5, 2, events.append, folder=tmp_path / "run")
@@ -235,6 +236,7 @@ def test_a_capture_step_captures_for_its_duration_into_the_runs_folder(captures,
     ("step", "message"),
     [
         ("{at: 0s, duration: 601s, capture: {link: [a, b]}}", "limit capture_seconds"),
+        ("{at: 0s, duration: 500ms, capture: {link: [a, b]}}", "a capture lasts 1s to 600s"),
         ("{at: 0s, capture: {link: [a, b], snaplen: 10}}", "snaplen"),
         ("{at: 0s, capture: {link: [a, b], max_bytes: 0}}", "max_bytes"),
         ("{at: 0s, capture: {link: [a]}}", "link"),

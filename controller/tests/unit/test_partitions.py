@@ -131,3 +131,19 @@ def test_a_partition_step_takes_ports_and_refuses_bad_ones_naming_the_key():
         load_text(head + "ports: [70000]}}\n")
     assert str(caught.value).startswith("timeline.0.partition"), str(caught.value)
     assert "ports" in str(caught.value)
+
+
+def test_a_port_written_as_a_whole_float_is_that_port():
+    """JSON has one number type: 3306.0 is schema-valid as an integer (the fuzzer sent 468.0; the API
+    answered 400)."""
+    from laglab.api.models import PartitionBody
+    from laglab.shaping.matrix import Matrix
+
+    assert PartitionBody.model_validate({"a": ["x"], "b": ["y"], "ports": [468.0, "4567-4568"]}).ports == [
+        468,
+        "4567-4568",
+    ]
+    matrix = Matrix.model_validate({"groups": {"a": ["x"], "b": ["y"]}, "ports": [3306.0]})
+    assert matrix.ports == [3306]
+    with pytest.raises(ValueError):
+        PartitionBody.model_validate({"a": ["x"], "b": ["y"], "ports": [3306.5]})

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from ... import limits
-from ...captures import SNAPLEN
+from ...captures import MIN_SECONDS, SNAPLEN
 from .base import StepKind, now, register
 
 
@@ -20,8 +20,10 @@ class CaptureStep(StepKind):
     snaplen: int = Field(SNAPLEN, ge=64, le=65535)
 
     def check_duration(self, step) -> None:
-        if step.duration is not None and step.duration > limits.CAPTURE_SECONDS:
-            raise ValueError(f"duration: a capture lasts at most {limits.CAPTURE_SECONDS}s (limit capture_seconds)")
+        if step.duration is not None and not MIN_SECONDS <= step.duration <= limits.CAPTURE_SECONDS:
+            raise ValueError(
+                f"duration: a capture lasts {MIN_SECONDS:g}s to {limits.CAPTURE_SECONDS}s (limit capture_seconds)"
+            )
 
     def describe(self) -> str:
         return f"capture {self.link[0]}<->{self.link[1]}"
