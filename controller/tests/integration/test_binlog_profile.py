@@ -8,7 +8,7 @@ import subprocess
 
 from .conftest import ROOT
 
-SMALL, BATCHES, BATCH_ROWS = 30, 2, 5000
+SMALL, BATCHES, BATCH_ROWS = 30, 2, 6000
 
 
 def laglab(*args: str) -> subprocess.CompletedProcess:
