@@ -1,5 +1,5 @@
 """#41.1 on the lab: `laglab profile` on a binlog the lab's source wrote (MySQL 9.7, decoded by its own
-mysqlbinlog), for a workload the test knows: 30 single-row transactions and two batches of 5000 rows
+mysqlbinlog), for a workload the test knows: 30 single-row transactions and two batches of 6000 rows
 (each over 1 MiB), into a table of its own; the profile's figures for that table are what was written.
 And the decoder's refusals, through the command, for a text file and a truncated binlog."""
 
