@@ -30,12 +30,17 @@ from .ports import MULTIPORT_SLOTS, PROTOCOLS
 
 GROUP_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
 Group = Annotated[str, Field(pattern=GROUP_PATTERN)]
+
+
+def _integral(value):
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
 # A port of a body (the API's models take it from here).
 # JSON has one number type: 3306.0 is the integer 3306 (JSON Schema says so too; the fuzzer sent it).
 PortItem = Annotated[
-    Annotated[
-        int, BeforeValidator(lambda v: int(v) if isinstance(v, float) and v.is_integer() else v), Field(ge=1, le=65535)
-    ]
+    # Field before the validator: the other order writes `ge`/`le` into the document, not minimum/maximum
+    Annotated[int, Field(ge=1, le=65535), BeforeValidator(_integral)]
     | Annotated[str, Field(pattern=r"^[0-9]{1,5}(-[0-9]{1,5})?$")],
     Field(description="a port, or a range 'low-high'"),
 ]

@@ -147,3 +147,5 @@ def test_a_port_written_as_a_whole_float_is_that_port():
     assert matrix.ports == [3306]
     with pytest.raises(ValueError):
         PartitionBody.model_validate({"a": ["x"], "b": ["y"], "ports": [3306.5]})
+    item = PartitionBody.model_json_schema()["properties"]["ports"]["anyOf"][0]["items"]["anyOf"][0]
+    assert (item["minimum"], item["maximum"]) == (1, 65535), item  # the document says it (the fuzzer sent 0)
