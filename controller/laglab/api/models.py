@@ -13,22 +13,17 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, create_model
 
 from .. import limits
+from ..captures import SNAPLEN, SNAPLEN_RANGE
 from ..faults import ACTIONS
 from ..load import SCRIPTS
 from ..shaping.impairment import KNOBS
-from ..shaping.matrix import PortItem
+from ..shaping.matrix import PortItem, integral
 from ..shaping.params import DIRECTIONS, DISTRIBUTIONS, PERCENT_PATTERN, RATE_PATTERN, SERVICE_PATTERN, TIME_PATTERN
 from ..shaping.plan import SEED_MAX
 from ..shaping.ports import MULTIPORT_SLOTS, PROTOCOLS
 
-
-def _integral(value):
-    """JSON has one number type: 3.0 is the integer 3 (JSON Schema says so too)."""
-    return int(value) if isinstance(value, float) and value.is_integer() else value
-
-
 Service = Annotated[str, Field(pattern=SERVICE_PATTERN, description="a compose service of this lab")]
-Int = Annotated[int, BeforeValidator(_integral)]
+Int = Annotated[int, BeforeValidator(integral)]
 Time = Annotated[
     str,
     Field(pattern=TIME_PATTERN, description="'125ms', '1.5s', '500us': the unit is required (us, ms, s)"),
@@ -102,7 +97,7 @@ class GeModel(Body):
 
 Gap = Annotated[
     int,
-    BeforeValidator(_integral),
+    BeforeValidator(integral),
     Field(ge=1, le=1000),
     # (the range spelled out for the document too: after a BeforeValidator pydantic writes "ge"/"le",
     # which JSON Schema does not know, and 0 was schema-valid)
@@ -110,7 +105,7 @@ Gap = Annotated[
 ]
 Seed = Annotated[
     int,
-    BeforeValidator(_integral),
+    BeforeValidator(integral),
     Field(ge=0, le=SEED_MAX),
     WithJsonSchema({"type": "integer", "minimum": 0, "maximum": SEED_MAX}),  # (as Gap's, for the same reason)
 ]
@@ -204,7 +199,12 @@ class CaptureBody(Body):
                        description=f"how long (at most {limits.CAPTURE_SECONDS} s, limit capture_seconds)")  # fmt: skip
     max_bytes: Int = Field(limits.CAPTURE_BYTES, ge=1, le=limits.CAPTURE_BYTES,
                            description="each side's pcap at most (the capture stops when one reaches it)")  # fmt: skip
-    snaplen: Int = Field(96, ge=64, le=65535, description="bytes kept of each packet: headers, not the rows")
+    snaplen: Int = Field(
+        SNAPLEN,
+        ge=SNAPLEN_RANGE[0],
+        le=SNAPLEN_RANGE[1],
+        description="bytes kept of each packet: headers, not the rows",
+    )
 
 
 class VerifyBody(Body):

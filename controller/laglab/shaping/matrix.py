@@ -32,7 +32,8 @@ GROUP_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
 Group = Annotated[str, Field(pattern=GROUP_PATTERN)]
 
 
-def _integral(value):
+def integral(value):
+    """JSON has one number type: 3.0 is the integer 3 (JSON Schema says so too)."""
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
@@ -40,7 +41,7 @@ def _integral(value):
 # JSON has one number type: 3306.0 is the integer 3306 (JSON Schema says so too; the fuzzer sent it).
 PortItem = Annotated[
     # Field before the validator: the other order writes `ge`/`le` into the document, not minimum/maximum
-    Annotated[int, Field(ge=1, le=65535), BeforeValidator(_integral)]
+    Annotated[int, Field(ge=1, le=65535), BeforeValidator(integral)]
     | Annotated[str, Field(pattern=r"^[0-9]{1,5}(-[0-9]{1,5})?$")],
     Field(description="a port, or a range 'low-high'"),
 ]

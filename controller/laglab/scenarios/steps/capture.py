@@ -8,7 +8,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from ... import limits
-from ...captures import MIN_SECONDS, SNAPLEN
+from ...captures import MIN_SECONDS, SNAPLEN, SNAPLEN_RANGE
 from .base import StepKind, now, register
 
 
@@ -17,7 +17,7 @@ class CaptureStep(StepKind):
     name = "capture"
     link: tuple[str, str]
     max_bytes: int = Field(limits.CAPTURE_BYTES, ge=1, le=limits.CAPTURE_BYTES)
-    snaplen: int = Field(SNAPLEN, ge=64, le=65535)
+    snaplen: int = Field(SNAPLEN, ge=SNAPLEN_RANGE[0], le=SNAPLEN_RANGE[1])
 
     def check_duration(self, step) -> None:
         if step.duration is not None and not MIN_SECONDS <= step.duration <= limits.CAPTURE_SECONDS:
