@@ -18,7 +18,9 @@ one damaged or truncated (with the offset it names), an encrypted one.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
+import itertools
 import math
 import re
 from collections import Counter, defaultdict
@@ -31,6 +33,7 @@ from .stats import percentile
 
 DDL = ("CREATE ", "ALTER ", "DROP ", "RENAME ", "TRUNCATE ", "GRANT ", "REVOKE ")
 LARGE_BYTES = 1 << 20  # a transaction this large or larger counts as large (a batch, not OLTP)
+LARGE_LISTED = 10_000  # large transactions listed one by one (time, bytes, rows): a replay writes these
 
 AT = re.compile(r"^# at (\d+)$")
 HEADER = re.compile(
@@ -249,6 +252,21 @@ def histogram(values: list[int]) -> list[list[int]]:
     return [[low, counts[low]] for low in sorted(counts)]
 
 
+def quantiles(values: list[int]) -> list[int]:
+    """The values at 0, 1, ... 100 % (101 figures, nearest rank): the size distribution a replay draws
+    from, fine enough that its p50 and p99 come back (a power-of-two histogram would blur them 2x)."""
+    if not values:
+        return []
+    ordered = sorted(values)
+    return [ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))] for q in range(101)]
+
+
+def period(seconds: list[int]) -> float | None:
+    """The median gap between bursts of large transactions (None with fewer than two bursts)."""
+    gaps = [b - a for a, b in itertools.pairwise(seconds) if b - a > 1]
+    return percentile(gaps, 50) if gaps else None
+
+
 def parallelism(transactions: list[Transaction]) -> dict | None:
     """How many transactions a LOGICAL_CLOCK applier could run at once, as the server recorded: a
     transaction may start once every one up to its last_committed has committed, so it runs beside
@@ -271,9 +289,19 @@ def anonymous(name: str) -> str:
     return "t_" + hashlib.sha256(name.encode()).hexdigest()[:10]
 
 
-def profile(readers: list[Reader], anonymize: bool = False) -> dict:
-    """The profile of one or more files' transactions (in their order). No row value is in it."""
-    transactions = [t for r in readers for t in r.transactions]
+def excluded(name: str, patterns: Iterable[str]) -> bool:
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+
+
+def profile(readers: list[Reader], anonymize: bool = False, exclude: Iterable[str] = ()) -> dict:
+    """The profile of one or more files' transactions (in their order). No row value is in it.
+    `exclude`: tables (`schema.table`, globs) whose transactions are left out when they wrote nothing
+    else: a monitor's heartbeat (pt-heartbeat's, the lab's own laglab_meta) is not the application."""
+    exclude = tuple(exclude)
+    transactions = [
+        t for r in readers for t in r.transactions
+        if not (exclude and t.tables and all(excluded(name, exclude) for name in t.tables))
+    ]  # fmt: skip
     if not transactions:
         names = ", ".join(r.name for r in readers)
         raise BinlogError(Kind.INVALID, f"file: {names}: no transaction in it (only a binlog's header events)")
@@ -285,9 +313,12 @@ def profile(readers: list[Reader], anonymize: bool = False) -> dict:
     span = max(per_second) + 1
     sizes = [t.bytes for t in transactions]
     large = [t for t in transactions if t.bytes >= LARGE_BYTES]
+    at_seconds = sorted({int(t.epoch - first) for t in large})
     tables: dict[str, TableShape] = defaultdict(TableShape)
     for reader in readers:
         for name, shape in reader.tables.items():
+            if excluded(name, exclude):
+                continue
             merged = tables[name]
             merged.columns = max(merged.columns, shape.columns)
             merged.rows += shape.rows
@@ -302,6 +333,7 @@ def profile(readers: list[Reader], anonymize: bool = False) -> dict:
         "servers": sorted({r.server for r in readers if r.server}),
         "format": "mixed" if rows_fmt and stmt_fmt else "row" if rows_fmt else "statement",
         "anonymized": anonymize,
+        "excluded": list(exclude),
         "span_seconds": span,
         "transactions": len(transactions),
         "bytes": sum(sizes),
@@ -315,11 +347,16 @@ def profile(readers: list[Reader], anonymize: bool = False) -> dict:
         "transaction_rows": stats([t.rows for t in transactions]),
         "transaction_statements": stats([t.statements for t in transactions]),
         "size_histogram": histogram(sizes),
+        "size_quantiles": quantiles([t.bytes for t in transactions if t.bytes < LARGE_BYTES]),
         "large": {
             "threshold_bytes": LARGE_BYTES,
             "count": len(large),
             "fraction": round(len(large) / len(transactions), 6),
-            "at_seconds": sorted({int(t.epoch - first) for t in large}),
+            "at_seconds": at_seconds,
+            "period_seconds": period(at_seconds),
+            "transactions": [
+                {"t": int(t.epoch - first), "bytes": t.bytes, "rows": t.rows} for t in large[:LARGE_LISTED]
+            ],
         },
         "ddl": sum(1 for t in transactions if t.ddl),
         "tables": [
@@ -352,20 +389,22 @@ def written_by(path) -> str:
     return "mysql"
 
 
-def decoder_argv(path, flavor: str, images: dict[str, str], which) -> list[str]:
+def decoder_argv(path, flavor: str, images: dict[str, str], which, start: int | None = None) -> list[str]:
     """The decoder on this host (`mysqlbinlog`, `mariadb-binlog`) when it has one, else the one in the
-    lab's image (`images`: flavour -> image), run with no network and the file's folder read-only."""
+    lab's image (`images`: flavour -> image), run with no network and the file's folder read-only.
+    `start`: the first event's position (the decoder's --start-position), for a part of the file."""
     from pathlib import Path
 
     tool = "mariadb-binlog" if flavor == "mariadb" else "mysqlbinlog"
     path = Path(path).resolve()
+    decode = [*DECODE, *([f"--start-position={start}"] if start is not None else [])]
     if which(tool):
-        return [tool, *DECODE, str(path)]
+        return [tool, *decode, str(path)]
     return ["docker", "run", "--rm", "--network", "none", "-v", f"{path.parent}:/binlogs:ro", images[flavor],
-            tool, *DECODE, f"/binlogs/{path.name}"]  # fmt: skip
+            tool, *decode, f"/binlogs/{path.name}"]  # fmt: skip
 
 
-def read_file(path, images: dict[str, str], which=None) -> Reader:
+def read_file(path, images: dict[str, str], which=None, start: int | None = None) -> Reader:
     """One binlog file read by its flavour's decoder, its output streamed into a Reader (a binlog of
     gigabytes is never held whole); BinlogError with the decoder's words when it could not read it."""
     import shutil
@@ -376,7 +415,7 @@ def read_file(path, images: dict[str, str], which=None) -> Reader:
     if not path.is_file():
         raise BinlogError(Kind.NOT_FOUND, f"file: {path}: no such file")
     flavor = written_by(path)
-    argv = decoder_argv(path, flavor, images, which or shutil.which)
+    argv = decoder_argv(path, flavor, images, which or shutil.which, start)
     reader = Reader(path.name)
     with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace") as proc:
         reader.feed(proc.stdout)

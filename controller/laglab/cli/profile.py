@@ -50,8 +50,28 @@ def summary_lines(made: dict, out: Path) -> list[str]:
     help="Where the profile goes (default: results/profile-<first file>.json).",
 )
 @click.option("--anonymize", is_flag=True, help="Replace schema and table names by stable tokens.")
+@click.option(
+    "--exclude-table",
+    "exclude",
+    multiple=True,
+    metavar="SCHEMA.TABLE",
+    help="Leave out the transactions that wrote only this table (a glob: 'percona.heartbeat', 'laglab_meta.*'); "
+    "repeatable. A monitor's heartbeat is not the application's load.",
+)
+@click.option(
+    "--start-position",
+    type=click.IntRange(4),
+    help="Read the first file from this event's position (`laglab load status` shows where a replay began).",
+)
 @click.option("--json", "json_output", is_flag=True, help="Print the profile itself.")
-def profile_command(binlogs: tuple[Path, ...], output: Path | None, anonymize: bool, json_output: bool) -> None:
+def profile_command(
+    binlogs: tuple[Path, ...],
+    output: Path | None,
+    anonymize: bool,
+    exclude: tuple[str, ...],
+    start_position: int | None,
+    json_output: bool,
+) -> None:
     """A write profile from binlog files, in their order: per second, transactions, bytes and events;
     transaction sizes (bytes, rows, statements) with their tail; tables and their row widths; the
     share of large transactions; the format; the parallelism the server recorded. No row value is
@@ -61,10 +81,12 @@ def profile_command(binlogs: tuple[Path, ...], output: Path | None, anonymize: b
     Examples:
       laglab profile scenarios/binlogs/shop.000003
       laglab profile scenarios/binlogs/shop.000003 --anonymize -o results/shop-anonymized.json
+      laglab profile scenarios/binlogs/shop.000003 --exclude-table 'laglab_meta.*' -o results/shop.json
     """
     try:
-        readers = [read_file(path, images()) for path in binlogs]
-        made = profile(readers, anonymize=anonymize)
+        found = images()
+        readers = [read_file(path, found, start=start_position if i == 0 else None) for i, path in enumerate(binlogs)]
+        made = profile(readers, anonymize=anonymize, exclude=exclude)
     except BinlogError as error:
         raise Failure(error.message, "usage") from None
     except OSError as error:
