@@ -16,10 +16,11 @@ import re
 import signal
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pymysql
 
+from . import replay as replays
 from .db import Endpoint, run_sql
 from .results import iso
 
@@ -81,6 +82,22 @@ def parse_mysqlslap(output: str) -> float | None:
 
 
 @dataclass(frozen=True)
+class Replay:
+    """A write profile replayed (replay.py): `figures` are the profile's own, for the report."""
+
+    profile: replays.WriteProfile = field(repr=False)
+    speed: float = 1.0
+    name: str = "profile"
+    figures: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def describe(self) -> dict:
+        return {"profile": self.name, "speed": self.speed, "threads": self.profile.threads(), "figures": self.figures}
+
+
+REPLAY = "profile"  # Profile.script of a replay
+
+
+@dataclass(frozen=True)
 class Profile:
     script: str = "oltp_write_only"
     tables: int = 4
@@ -89,10 +106,33 @@ class Profile:
     rate: int = 0  # transactions per second; 0 = unlimited
     target: str = "mysql-source"
     protocol: str = "plain"  # plain | compressed | tls
+    replay: Replay | None = None  # script REPLAY: this profile's replay (threads and rate are its own)
+
+    @classmethod
+    def replaying(cls, replay: Replay, target: str = "mysql-source", protocol: str = "plain") -> Profile:
+        return cls(REPLAY, 0, 0, replay.profile.threads(), 0, target, protocol, replay)
+
+    def shown(self, start: tuple[str, int] | None = None) -> dict:
+        out = {k: v for k, v in self.__dict__.items() if k != "replay"}
+        if self.replay is not None:
+            out["replay"] = self.replay.describe()
+            out["replay"]["binlog_start"] = {"file": start[0], "position": start[1]} if start else None
+        return out
 
 
 def sysbench_argv(profile: Profile, command: str, database: str, seconds: int | None = None) -> list[str]:
     """The account comes from SYSBENCH_OPTIONS (written in loadgen from its environment)."""
+    if profile.replay is not None:  # replay.lua and its plan, put into loadgen by prepare_replay
+        argv = [
+            "sysbench", f"{replays.DIRECTORY}/replay.lua", f"--plan={replays.DIRECTORY}/plan",
+            f"--config-file={SYSBENCH_OPTIONS}", "--db-driver=mysql", f"--mysql-host={profile.target}",
+            f"--mysql-db={database}", f"--threads={profile.threads}", f"--time={seconds or 0}", "--report-interval=1",
+        ]  # fmt: skip
+        if profile.protocol == "compressed":
+            argv.append("--mysql-compression=on")
+        elif profile.protocol == "tls":
+            argv.append("--mysql-ssl=on")
+        return [*argv, command]
     argv = [
         "sysbench", profile.script, f"--config-file={SYSBENCH_OPTIONS}", "--db-driver=mysql",
         f"--mysql-host={profile.target}", f"--mysql-db={database}",
@@ -137,6 +177,7 @@ class LoadGenerator:
         self.seconds: int | None = None
         self.error: str | None = None
         self.pid: int | None = None  # the running sysbench, as the host sees it
+        self.replay_start: tuple[str, int] | None = None  # (binlog file, position) where a replay began
         self.stopping = False
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -179,6 +220,26 @@ class LoadGenerator:
             code, output = self.platform.exec("loadgen", self.argv(profile, command))
             if code != 0:
                 raise RuntimeError(f"sysbench {command} failed: {output.decode(errors='replace')[-500:]}")
+
+    def prepare_replay(self, profile: Profile) -> tuple[str, int] | None:
+        """A replay's tables made and its costs measured on its server (replay.calibrate), replay.lua and
+        its plan put into loadgen; returns where in the server's binlog the replay will start."""
+        replay, endpoint = profile.replay, self._root(profile.target)
+        assert replay is not None
+        costs = replays.calibrate(endpoint, self.settings.LAB_DATABASE, len(replay.profile.widths()))
+        plan = replays.plan_text(replay.profile, replay.speed, costs)
+        self.platform.put_files(
+            "loadgen", replays.DIRECTORY, {"replay.lua": replays.SCRIPT.read_bytes(), "plan": plan.encode()}
+        )
+        self.replay_start = replays.start_position(endpoint)
+        return self.replay_start
+
+    def replayed(self, profile: Profile, start: tuple[str, int], seconds: float) -> dict:
+        """The replay's figures from what its server wrote since `start` (replay.replayed)."""
+        return replays.replayed(self.platform, profile.target, self._root(profile.target), start, seconds)
+
+    def _root(self, server: str) -> Endpoint:
+        return Endpoint(server, 3306, "root", self.settings.MYSQL_ROOT_PASSWORD, server)
 
     @property
     def running(self) -> bool:
@@ -265,7 +326,7 @@ class LoadGenerator:
             "stopping": self.running and self.stopping,
             "owner": self.owner,
             "pid": self.pid,
-            "profile": None if self.profile is None else self.profile.__dict__,
+            "profile": None if self.profile is None else self.profile.shown(self.replay_start),
             "started": iso(self.started) if self.started else None,
             "seconds": self.seconds,
             "latest": latest,

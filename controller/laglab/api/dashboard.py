@@ -6,8 +6,9 @@ from pathlib import Path
 from flask import Blueprint, current_app, send_from_directory
 
 from ..errors import ApiError
-from ..load import LoadBusy, Profile
+from ..load import LoadBusy, Profile, Replay
 from ..openapi import operation
+from ..replay import speed_words as replay_speed
 from . import models, parts
 
 bp = Blueprint("dashboard", __name__, static_folder="../static", static_url_path="/static")
@@ -39,8 +40,8 @@ def load_status():
 
 
 @operation(
-    bp, "POST", "/api/load", "Start sysbench in loadgen at a fixed rate", body=models.LoadBody,
-    ok=(201, models.LoadStatus), errors=(409, 503),
+    bp, "POST", "/api/load", "Start sysbench in loadgen at a fixed rate, or the replay of a write profile",
+    body=models.LoadBody, ok=(201, models.LoadStatus), errors=(409, 422, 503),
 )  # fmt: skip
 def load_start(body: models.LoadBody):
     load = generator()
@@ -49,19 +50,29 @@ def load_start(body: models.LoadBody):
         raise ApiError(
             409, f"load: scenario run {run.id} is using the load generator; wait for it or DELETE /api/runs/{run.id}"
         )
-    profile = Profile(body.script, body.tables, body.rows, body.threads, body.rate)
+    if body.profile is not None:
+        profile = Profile.replaying(Replay(body.profile, body.speed, body.profile_name))
+    else:
+        profile = Profile(body.script, body.tables, body.rows, body.threads, body.rate)
     lab = parts.lab()
     try:
         if load.running:
             raise LoadBusy(load.owner or "?")
-        if body.prepare:
+        if profile.replay is not None:
+            load.prepare_replay(profile)
+        elif body.prepare:
             load.prepare(profile)
         load.start(profile, body.seconds, owner="panel")
     except LoadBusy as error:
         raise ApiError(409, f"load: {error}; DELETE /api/load first") from None
     except RuntimeError as error:
         raise ApiError(409, f"load: {error}") from None
-    lab.events.add("load", f"load started: {body.script} {body.rate or 'max'} TPS, {body.threads} threads")
+    what = (
+        f"a replay of {body.profile_name}{replay_speed(body.speed)}, {profile.threads} threads"
+        if profile.replay is not None
+        else f"{body.script} {body.rate or 'max'} TPS, {body.threads} threads"
+    )
+    lab.events.add("load", f"load started: {what}")
     return load.status(), 201
 
 

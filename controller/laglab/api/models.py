@@ -16,6 +16,7 @@ from .. import limits
 from ..captures import SNAPLEN, SNAPLEN_RANGE
 from ..faults import ACTIONS
 from ..load import SCRIPTS
+from ..replay import SPEED, WriteProfile
 from ..shaping.impairment import KNOBS
 from ..shaping.matrix import PortItem, integral
 from ..shaping.params import DIRECTIONS, DISTRIBUTIONS, PERCENT_PATTERN, RATE_PATTERN, SERVICE_PATTERN, TIME_PATTERN
@@ -154,6 +155,13 @@ class LoadBody(Body):
     tables: Int = Field(4, ge=1, le=64)
     rows: Int = Field(10000, ge=1, le=1000000)
     prepare: bool = Field(False, description="sysbench cleanup + prepare first")
+    profile: WriteProfile | None = Field(
+        None,
+        description="replay this write profile (what `laglab profile BINLOG` writes) instead of a sysbench script: "
+        "its transactions per second, sizes and parallelism (script, rate, threads, tables and rows are not used)",
+    )
+    profile_name: str = Field("profile", max_length=200, pattern=r"^[^\x00-\x1f]*$", description="the profile's file name, for the status")  # fmt: skip
+    speed: float = Field(1.0, ge=SPEED[0], le=SPEED[1], description="a replay's clock: 2 = twice as fast")
 
 
 class FaultBody(Body):

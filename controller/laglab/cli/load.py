@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import click
 
-from .base import Session, pass_session
+from .. import limits
+from .base import Failure, Session, pass_session
 
 
 def _load_line(body: dict) -> str:
@@ -14,6 +18,11 @@ def _load_line(body: dict) -> str:
     profile = body.get("profile") or {}
     latest = body.get("latest") or {}
     now = f", now {latest.get('tps')} TPS, p95 {latest.get('latency_p95_ms')} ms" if latest else ""
+    replay = profile.get("replay")
+    if replay:
+        speed = f" at {replay['speed']:g}x" if replay.get("speed") != 1 else ""
+        return (f"load: the replay of {replay.get('profile')}{speed}, {profile.get('threads')} threads, "
+                f"{body.get('seconds')} s ({body.get('owner')}){now}")  # fmt: skip
     return (f"load: {profile.get('script')} at {profile.get('rate') or 'max'} TPS, {profile.get('threads')} threads, "
             f"{body.get('seconds')} s ({body.get('owner')}){now}")  # fmt: skip
 
@@ -38,13 +47,18 @@ def load() -> None:
 @click.option("--tables", default=4, show_default=True, help="sysbench's tables (sbtest1..N in the lab database).")
 @click.option("--rows", default=10000, show_default=True, help="Rows per table, when --prepare makes them.")
 @click.option("--prepare", is_flag=True, help="Drop and make the tables first (sysbench cleanup + prepare).")
+@click.option("--profile", "profile_file", type=click.Path(dir_okay=False, path_type=Path), help="Replay this write profile (`laglab profile BINLOG` writes it) instead of a sysbench script: its rates, transaction sizes and parallelism.")  # fmt: skip
+@click.option("--speed", default=1.0, show_default=True, help="With --profile: the replay's clock (2 = twice as fast).")  # fmt: skip
 @pass_session
-def start(session: Session, **body) -> None:
-    """Start sysbench in loadgen.
+def start(session: Session, profile_file: Path | None, speed: float, **body) -> None:
+    """Start sysbench in loadgen: a script at a fixed rate, or the replay of a write profile.
 
     \b
-    Example:  laglab load start --rate 200 --threads 8 --seconds 300 --prepare
+    Example:  laglab load start --profile scenarios/profiles/nightly-batch.json --speed 2 --seconds 20
     """
+    if profile_file is not None:
+        body = {"seconds": body["seconds"], "speed": speed, "profile_name": profile_file.name[:200],
+                "profile": read_profile(profile_file)}  # fmt: skip
     session.emit(session.call("POST", "/api/load", body, timeout=600), lambda b: click.echo(_load_line(b)))
 
 
@@ -68,3 +82,23 @@ def load_status(session: Session) -> None:
     Example:  laglab load status --json
     """
     session.emit(session.call("GET", "/api/load"), lambda b: click.echo(_load_line(b)))
+
+
+def read_profile(path: Path) -> dict:
+    """The profile's JSON, checked to be one before it is sent (the controller checks its figures)."""
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise Failure(f"--profile: {path}: {error.strerror or error}", "usage") from None
+    try:
+        data = json.loads(text)
+    except ValueError as error:
+        raise Failure(f"--profile: {path} is not JSON ({error}); `laglab profile BINLOG` writes one", "usage") from None
+    if not isinstance(data, dict) or "per_second" not in data:
+        raise Failure(f"--profile: {path} is not a write profile (`laglab profile BINLOG` writes one)", "usage")
+    if len(text) > limits.BODY_BYTES - 4096:
+        raise Failure(
+            f"--profile: {path} is {len(text)} bytes, more than one request may carry ({limits.BODY_BYTES}); profile a "
+            "shorter stretch of the binlog, or run it as a scenario (load: {tool: profile, file: ...})", "usage",
+        )  # fmt: skip
+    return data

@@ -49,6 +49,10 @@ def plan_lines(plan: Plan) -> list[str]:
             )
             lines.append(f"  {point.index + 1:>2}. {describe_point(point):40} {s.replicator.kind}: {delay}, {s.load.tool} on node "
                          f"{s.cluster.write_node}, threads={s.load.threads}, queries={s.load.queries}")  # fmt: skip
+        elif s.load.replay is not None:
+            replay = s.load.replay
+            lines.append(f"  {point.index + 1:>2}. {describe_point(point):40} {where}  load: replay of {s.load.file} "
+                         f"x{s.load.speed:g}, threads={replay.profile.threads()} for {format_time(s.load.duration)}")  # fmt: skip
         else:
             lines.append(f"  {point.index + 1:>2}. {describe_point(point):40} {where}  load {s.load.script} "
                          f"threads={'(searched)' if searched == 'load.threads' else s.load.threads} "

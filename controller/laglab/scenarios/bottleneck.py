@@ -11,7 +11,9 @@ The models, each from the point's own figures and the run's environment:
   until something else (CPU, flow control) binds;
 - a client across the link: the link cap over the bytes each transaction moves, and the round trips
   each transaction makes (threads / (statements x RTT));
-- and at distance, for every TCP stream: streams x the hosts' send buffer / RTT (tcp_wmem's max).
+- and at distance, for every TCP stream: streams x the hosts' send buffer / RTT (tcp_wmem's max);
+- a replayed profile's largest transaction: its bytes on the wire over the link's capacity, plus the
+  one-way delay, is the least lag it leaves, whatever the mean rate.
 
 Pure: figures in, explanations out.
 """
@@ -109,6 +111,7 @@ def explain(summary: dict, environment: dict | None = None, tolerance: Tolerance
             found = asynchronous(p, wmem, factors.get(_setup_key(p)), tolerance)
             if (p.get("replicator") or {}).get("semi_sync"):
                 found = semi_sync(p, found, tolerance)
+            found = largest_transaction(p, found, wmem, factors.get(_setup_key(p)), tolerance)
         out.append({"point": p.get("point"), **found})
     return out
 
@@ -177,6 +180,34 @@ def asynchronous(p: dict, wmem: int, factor: float | None, tolerance: Tolerance)
             "predicted": {"lag_slope": round(predicted, 4), "demand_mbit": round(demand, 4), "capacity_mbit": capacity_mbit,
                           "wire_factor": factor, "tcp_bound_mbit": tcp},
             "measured": measured, "agrees": agrees, "words": words}  # fmt: skip
+
+
+def largest_transaction(p: dict, found: dict, wmem: int, factor: float | None, tolerance: Tolerance) -> dict:
+    """A replayed profile's largest transaction: the replica applies nothing written after it until all
+    of it has crossed, so the lag reaches at least its bytes (on the wire) over the link's capacity, plus
+    the one-way delay, however low the mean rate. Where that is a second or more, it is the bound."""
+    replay = p.get("replay") or {}
+    largest = (replay.get("replay") or {}).get("transaction_bytes_max") or (
+        (replay.get("profile") or {}).get("figures") or {}
+    ).get("transaction_bytes_max")
+    cap, rtt, lag = capacity(p, wmem), _rtt_seconds(p) or 0.0, p.get("max_lag_seconds")
+    if not largest or cap is None or lag is None or found.get("bound") not in ("load", None):
+        return found
+    wire = factor if factor is not None else 1.0
+    crossing = largest * wire * 8 / (cap[0] * 1e6)
+    predicted = crossing + rtt / 2
+    if predicted < 1.0:
+        return found
+    agrees = _within(lag, predicted, tolerance.pct)
+    state = "the largest transaction binds, not the mean rate" if agrees else "**not the largest transaction alone**"
+    words = (
+        f"{state}: {largest / 1e6:.3g} MB x {wire:g} on the wire need {crossing:.1f} s of {cap[1]}, "
+        f"{_mbit(cap[0])}, before anything written after it applies; max lag predicted {predicted:.1f} s, measured "
+        f"{lag:.1f} s (the mean rate, {_mbit((p.get('binlog_mbit') or 0) * wire)}, leaves the link room)"
+    )
+    return {"model": "asynchronous replication, largest transaction", "bound": "largest transaction",
+            "predicted": {**found.get("predicted", {}), "max_lag_seconds": round(predicted, 2)},
+            "measured": {**found.get("measured", {}), "max_lag_seconds": lag}, "agrees": agrees, "words": words}  # fmt: skip
 
 
 def semi_sync(p: dict, found: dict, tolerance: Tolerance) -> dict:
@@ -281,6 +312,7 @@ def client_across(p: dict, wmem: int, tolerance: Tolerance) -> dict:
 BOUNDS = {
     "link": "the writes need more than the link carries (its measured goodput): lag grows with the binlog the link cannot send",
     "tcp buffers": "one TCP stream's send buffer per round trip carries less than the link's rate: the buffers bind, not the rate",
+    "largest transaction": "a transaction must cross the link whole before what follows it applies: its size over the link's rate sets the lag, whatever the mean rate",
     "load": "the link has room: the load's own rate sets the pace and the network does not bind (lag stays flat)",
     "round trip": "each commit waits a round trip (semi-sync's ack, a cluster's certification): threads / RTT caps the rate",
     "round trip (shared)": "faster than a round trip per commit: commits were grouped, or the delayed node was off their path",

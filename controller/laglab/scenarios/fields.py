@@ -4,6 +4,7 @@ parsed once into seconds."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, ValidationInfo
@@ -34,3 +35,14 @@ def Seconds(high: float):
             raise ValueError(error.detail) from None
 
     return Annotated[float, BeforeValidator(parse), PlainSerializer(format_time, return_type=str)]
+
+
+def scenario_file(name: str, info: ValidationInfo) -> Path:
+    """A file a scenario names (a trace, a write profile): a plain relative path under the scenarios
+    folder (the scenario's own folder), never outside it."""
+    base = Path((info.context or {}).get("base_dir") or ".").resolve()
+    path = (base / name).resolve()
+    plain = re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_./-]{0,200}", name)
+    if not plain or ".." in Path(name).parts or base not in path.parents:
+        raise ValueError(f"file: {name!r} must be a path under the scenarios folder")
+    return path

@@ -71,6 +71,7 @@ class Window:
     bytes: int | None = None  # the replicator's byte counter over the window
     load_error: str | None = None
     load_restarts: int = 0  # load.reconnect: sysbench started again after the server dropped it
+    replay: dict | None = None  # a profile's replay: its figures beside the replay's, from the binlog
 
 
 class LoadPhase:
@@ -81,6 +82,8 @@ class LoadPhase:
         self.load_series, self.sleep = load_series, sleep
 
     def run(self, replicator, on_window_start) -> Window:
+        profile = self.plan.profile
+        start = self.lab.load.prepare_replay(profile) if self.plan.tool == "profile" else None
         window = Window(load_start=time.time())
         thread = threading.Thread(target=self._load, args=(window,), name=f"load-{self.owner}", daemon=True)
         thread.start()
@@ -97,7 +100,19 @@ class LoadPhase:
         after = replicator.window_bytes()
         window.bytes = None if before is None or after is None else after - before
         window.load_error = self.lab.load.error
+        if self.plan.tool == "profile" and profile.replay is not None:
+            window.replay = {"profile": profile.replay.describe(), "replay": self._replayed(profile, start, window)}
         return window
+
+    def _replayed(self, profile, start, window: Window) -> dict:
+        """The replay's own figures, read from the binlog its server wrote (warm-up included: the
+        profile's clock started with the load)."""
+        if start is None:
+            return {"error": "the server wrote no binlog when the replay started"}
+        try:
+            return self.lab.load.replayed(profile, start, window.end - window.load_start)
+        except Exception as error:  # the point keeps its other figures; the report says why
+            return {"error": f"reading the replay's binlog: {error}"[:300]}
 
     def _keep(self, window: Window, row: dict) -> None:
         row = {"point": self.point, **row}

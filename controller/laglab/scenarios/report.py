@@ -17,7 +17,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from . import bottleneck, report_captures, report_html, report_search, verdict, words
+from . import bottleneck, report_captures, report_html, report_replay, report_search, verdict, words
 
 
 def _csv(path: Path) -> list[dict]:
@@ -581,6 +581,7 @@ def render(run: Path) -> Path:
     lines += host_lines(summary)
     lines += timeline_lines(summary)
     lines += report_captures.lines(run)
+    lines += report_replay.lines(summary)
     lines += replicator_lines(summary)
     lines += cluster_lines(summary)
     lines += reference_lines(summary)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import json
 import math
 import re
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ import yaml
 from pydantic import (
     ConfigDict,
     Field,
+    PrivateAttr,
     StrictInt,
     ValidationError,
     ValidationInfo,
@@ -29,7 +31,8 @@ from pydantic import (
 )
 
 from .. import limits, presets, servers, tcp_buffers
-from ..load import SCRIPTS, Profile
+from .. import replay as replays
+from ..load import SCRIPTS, Profile, Replay
 from ..replicators import KINDS
 from ..replicators.base import ClusterPlan, ReplicatorPlan
 from ..shaping.matrix import Matrix, MatrixError
@@ -46,7 +49,7 @@ from ..shaping.params import (
 )
 from ..shaping.plan import SEED_MAX
 from ..shaping.ports import ALL, Ports
-from .fields import Seconds, Section
+from .fields import Seconds, Section, scenario_file
 from .search import Criterion, KneeSearch
 from .timeline import Step
 
@@ -70,6 +73,7 @@ SWEEPABLE = (
     "load.rate",
     "load.threads",
     "load.protocol",
+    "load",
     "replicator",
     "replicator.kind",
     *(f"replicator.{name}" for cls in KINDS.values() for name in cls.sweepable),
@@ -244,7 +248,9 @@ class Cluster(Section):
 class Load(Section):
     """What writes on the source while each point is measured."""
 
-    tool: Literal["sysbench", "mysqlslap", "none"] = Field("sysbench", description="`none`: no load (a timeline alone)")  # fmt: skip
+    tool: Literal["sysbench", "mysqlslap", "profile", "none"] = Field("sysbench", description="`profile`: the replay of a write profile (`file`); `none`: no load (a timeline alone)")  # fmt: skip
+    file: str | None = Field(None, description="profile: the write profile `laglab profile BINLOG` wrote (JSON), under the scenarios folder")  # fmt: skip
+    speed: float = Field(1.0, ge=replays.SPEED[0], le=replays.SPEED[1], description="profile: its clock, 2 = twice as fast (its rates doubled, its bursts twice as often)")  # fmt: skip
     script: Literal[SCRIPTS] = Field("oltp_write_only", description="the sysbench script")  # type: ignore[valid-type]
     threads: int = Field(4, ge=1, le=1024, description="client connections (mysqlslap: --concurrency)")
     rate: int = Field(0, ge=0, le=1_000_000, description="transactions per second (sysbench --rate); 0 = unlimited")
@@ -262,10 +268,36 @@ class Load(Section):
         description="mysqlslap: SQL the server runs first",
     )  # fmt: skip
 
+    _replay: Replay | None = PrivateAttr(None)
+
     @property
     def seconds(self) -> int:
         """sysbench --time takes whole seconds."""
         return max(1, round(self.duration))
+
+    @model_validator(mode="after")
+    def _profile(self, info: ValidationInfo):
+        if self.tool != "profile":
+            if self.file is not None:
+                raise ValueError("file: only with tool: profile")
+            return self
+        if self.file is None:
+            raise ValueError(
+                "file: tool profile replays a write profile: give its file (`laglab profile BINLOG -o FILE`)"
+            )
+        path = scenario_file(self.file, info)
+        try:
+            raw = json.loads(path.read_text())
+            self._replay = Replay(replays.parse_profile(raw, self.file), self.speed, self.file, replays.figures(raw))
+        except replays.ReplayError as error:
+            raise ValueError(error.message) from None
+        except (OSError, ValueError) as error:
+            raise ValueError(f"file: {self.file}: {getattr(error, 'strerror', None) or error}") from None
+        return self
+
+    @property
+    def replay(self) -> Replay | None:
+        return self._replay
 
 
 class Verify(Section):
@@ -619,7 +651,7 @@ class Scenario(Section):
                 raise ValueError("cluster.delay: the matrix sets the delays; leave cluster.delay out")
             if self.cluster.write_node == self.cluster.delayed_node:
                 raise ValueError("cluster.delayed_node: must not be the write_node")
-            if self.load.tool == "sysbench":
+            if self.load.tool in ("sysbench", "profile"):
                 raise ValueError("load.tool: cluster scenarios run mysqlslap (or none)")
         if self.timeline and self.load.tool == "mysqlslap":
             raise ValueError("timeline: needs a load that runs for load.duration (sysbench or none), not mysqlslap")
@@ -641,6 +673,13 @@ class Scenario(Section):
         return self
 
     def load_profile(self) -> Profile:
+        load = self.load
+        if load.replay is not None:
+            return Profile.replaying(load.replay, load.target, load.protocol)
+        return self.data_profile()
+
+    def data_profile(self) -> Profile:
+        """The sysbench data set of `data:` (prepared once per run, a replay's tables are its own)."""
         load = self.load
         return Profile(
             load.script, self.data.tables, self.data.rows, load.threads, load.rate, load.target, load.protocol
@@ -763,13 +802,16 @@ class Point(Section):
         settings = {
             "link": s.link.model_dump(include={"preset", "rtt", "rate", "rate_reverse", "jitter", "loss"}),
             "load": {"tool": s.load.tool, "script": s.load.script, "threads": s.load.threads, "rate_tps": s.load.rate,
-                     "seconds": s.load.seconds, "queries": s.load.queries},
+                     "seconds": s.load.seconds, "queries": s.load.queries}
+            if s.load.replay is None
+            else {"tool": "profile", "file": s.load.file, "speed": s.load.speed, "threads": s.load.replay.profile.threads(),
+                  "seconds": s.load.seconds},
             "replicator": s.replicator.model_dump(),
         }  # fmt: skip
         return PointPlan(
             number=self.index + 1, params=self.params,
             replicator=ReplicatorPlan(s.replicator.kind, s.replicator.options(), s.link.rtt, cluster),
-            data=s.load_profile(),
+            data=s.data_profile(),
             buffers=buffers, shaping=shaping, verify=verify, load=load, duration=s.load.duration,
             timeline=tuple(s.timeline), nodes=nodes, links=((a, b), (b, a)), settings=settings,
             assertions=tuple(s.assertions),

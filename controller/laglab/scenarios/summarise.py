@@ -35,6 +35,7 @@ def point_result(
         **extra,
         "load_error": window.load_error,  # e.g. sysbench's FATAL line; the point then fails
         "load_restarts": window.load_restarts,
+        **({"replay": window.replay} if window.replay is not None else {}),
         **timeline_figures(events, window.end),
         "host": host,  # the host's load in the measured window (hostload.py); saturated: CPU-bound figures
     }

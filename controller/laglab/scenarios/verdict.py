@@ -91,6 +91,9 @@ def settings(scenario: dict, environment: dict) -> str:
         parts.append(
             f"load sysbench {load.get('script')} at {rate}, {load.get('threads')} threads, {load.get('duration')}"
         )
+    elif load.get("tool") == "profile":
+        speed = f" at {load.get('speed')}x" if load.get("speed") not in (None, 1, 1.0) else ""
+        parts.append(f"load: the replay of the write profile {load.get('file')}{speed}, {load.get('duration')}")
     elif load.get("tool") == "mysqlslap":
         parts.append(f"load mysqlslap, {load.get('queries')} queries over {load.get('threads')} clients")
     else:

@@ -12,7 +12,7 @@ from ..replicators import KINDS
 # key -> how its value reads (a unit, or a function of the value)
 _UNITS = {"load.rate": "TPS", "load.threads": "threads", "load.duration": None, "cluster.delay": None}
 _NAMES = {"link.rtt": "RTT", "link.rate": "link", "link.loss": "loss", "link.jitter": "jitter", "load.rate": "",
-          "load.threads": "", "replicator": ""}  # fmt: skip
+          "load.threads": "", "replicator": "", "load": ""}  # fmt: skip
 _RATE = re.compile(r"^(\d+(?:\.\d+)?)(bit|kbit|mbit|gbit)$", re.I)
 _TIME = re.compile(r"^(\d+(?:\.\d+)?)(us|ms|s)$")
 
@@ -21,6 +21,8 @@ def value(key: str, raw) -> str:
     """One parameter's value in words: `2 Mbit/s`, `250 ms`, `50 TPS`, a replicator's own description."""
     if isinstance(raw, dict) and "kind" in raw and raw["kind"] in KINDS:
         return KINDS[raw["kind"]].describe(raw)
+    if key == "load" and isinstance(raw, dict):
+        return load(raw)
     if key in _UNITS and _UNITS[key] and isinstance(raw, int | float):
         return f"{raw:g} {_UNITS[key]}"
     if isinstance(raw, str):
@@ -32,6 +34,18 @@ def value(key: str, raw) -> str:
     if isinstance(raw, bool):
         return "on" if raw else "off"
     return str(raw)
+
+
+def load(section: dict) -> str:
+    """A load section swept whole: `replay of profiles/x.json`, `sysbench oltp_insert at 550 TPS`."""
+    tool = section.get("tool", "sysbench")
+    if tool == "profile":
+        speed = section.get("speed", 1)
+        return f"replay of {section.get('file')}" + (f" at {speed:g}x" if speed != 1 else "")
+    if tool == "sysbench":
+        rate = section.get("rate")
+        return f"sysbench {section.get('script', 'oltp_write_only')} at {f'{rate} TPS' if rate else 'full speed'}"
+    return str(tool)
 
 
 def name(key: str) -> str:

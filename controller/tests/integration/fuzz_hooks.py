@@ -5,7 +5,9 @@ the other operations are fuzzed beside them (issue #22: leaving them out left th
 - POST /api/faults acts on `fuzz-target` only: a container of the `fuzz` profile that nothing else
   uses (the test starts it and removes it), never a server the suites after this one need.
 - POST /api/load runs for at most 3 s and never rebuilds the lab's data set (`prepare` would drop and
-  load up to 64 tables of a million rows).
+  load up to 64 tables of a million rows); a replayed profile's transactions are at most 1 MiB and its
+  seconds at most 200 transactions (the document allows 1 GiB and a million: loadgen and the server
+  would spend the run writing them).
 - POST /api/runs never names a shipped scenario (they run for minutes) and runs quick.
 - POST /api/captures captures `fuzz-target` <-> `loadgen` only (tcpdump reads, it changes nothing in
   them), for at most 2 s, so that the four at once (limit captures) come free again within the run.
@@ -47,6 +49,8 @@ def map_body(context, body):
         seconds = body.get("seconds")
         if "seconds" not in body or (isinstance(seconds, int) and not isinstance(seconds, bool) and seconds > 3):
             body["seconds"] = 3
+        if isinstance(body.get("profile"), dict):
+            narrow_profile(body["profile"])
     elif key == ("POST", "/api/captures"):
         pair = body.get("link")
         if isinstance(pair, list) and len(pair) == 2 and all(isinstance(s, str) and SERVICE.match(s) for s in pair):
@@ -62,3 +66,22 @@ def map_body(context, body):
         if "quick" not in body or isinstance(body.get("quick"), bool):
             body["quick"] = True
     return body
+
+
+def _lower(value, most: int):
+    """A whole number over `most` becomes `most` (still valid); anything else is left as it was."""
+    return most if isinstance(value, int) and not isinstance(value, bool) and value > most else value
+
+
+def narrow_profile(profile: dict) -> None:
+    quantiles = profile.get("size_quantiles")
+    if isinstance(quantiles, list):
+        profile["size_quantiles"] = [_lower(q, 1 << 20) for q in quantiles]
+    for item in (
+        (profile.get("large") or {}).get("transactions") or [] if isinstance(profile.get("large"), dict) else []
+    ):
+        if isinstance(item, dict):
+            item["bytes"], item["rows"] = _lower(item.get("bytes"), 1 << 20), _lower(item.get("rows"), 10_000)
+    for second in profile.get("per_second") or [] if isinstance(profile.get("per_second"), list) else []:
+        if isinstance(second, dict):
+            second["transactions"] = _lower(second.get("transactions"), 200)

@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
-from pathlib import Path
 from typing import Literal
 
 from pydantic import ConfigDict, PrivateAttr, ValidationInfo, model_validator
 
 from ...shaping.params import Impairment, ParamError, format_time
 from .. import trace as traces
-from ..fields import Seconds, Section
+from ..fields import Seconds, Section, scenario_file
 from .base import StepKind, no_bare_times, now, register
 from .target import Target
 
@@ -57,11 +55,7 @@ class TraceStep(StepKind):
         if (self.file is None) == (not self.rows):
             raise ValueError("give either file (under the scenarios folder) or rows")
         if self.file is not None:
-            base = Path((info.context or {}).get("base_dir") or ".").resolve()
-            path = (base / self.file).resolve()
-            plain = re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_./-]{0,200}", self.file)
-            if not plain or ".." in Path(self.file).parts or base not in path.parents:
-                raise ValueError(f"file: {self.file!r} must be a path under the scenarios folder")
+            path = scenario_file(self.file, info)
             try:
                 rows, self.period = traces.read(path, self.format, self.bin)
             except traces.TraceError as error:
