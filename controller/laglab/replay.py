@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Annotated
 
 import pymysql
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from .binlog_profile import Reader, excluded, period
 from .db import Endpoint, connect, quote_identifier
 from .errors import Kind, LabError
+from .shaping.matrix import integral
 from .stats import percentile
 
 SCRIPT = Path(__file__).with_name("replay.lua")
@@ -33,7 +34,9 @@ MAX_SECONDS = 7 * 86400  # one profile's span
 MAX_TRANSACTION = 1 << 30  # bytes
 SPEED = (0.01, 100.0)
 
-Bytes = Annotated[int, Field(ge=0, le=MAX_TRANSACTION)]
+# JSON has one number type (3.0 is the integer 3); strict otherwise: false is no count, "5" no number.
+Whole = Annotated[int, BeforeValidator(integral)]
+Bytes = Annotated[Whole, Field(ge=0, le=MAX_TRANSACTION)]
 
 
 class ReplayError(LabError):
@@ -41,18 +44,19 @@ class ReplayError(LabError):
 
 
 class _Part(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    # extra keys ignored: a profile holds more figures than a replay reads (they are the report's)
+    model_config = ConfigDict(extra="ignore", strict=True, allow_inf_nan=False)
 
 
 class Second(_Part):
-    t: int = Field(ge=0, le=MAX_SECONDS)
-    transactions: int = Field(ge=0, le=1_000_000)
+    t: Whole = Field(ge=0, le=MAX_SECONDS)
+    transactions: Whole = Field(ge=0, le=1_000_000)
 
 
 class LargeTransaction(_Part):
-    t: int = Field(ge=0, le=MAX_SECONDS)
+    t: Whole = Field(ge=0, le=MAX_SECONDS)
     bytes: Bytes
-    rows: int = Field(0, ge=0, le=100_000_000)
+    rows: Whole = Field(0, ge=0, le=100_000_000)
 
 
 class Large(_Part):
@@ -62,19 +66,19 @@ class Large(_Part):
 
 class TableWidth(_Part):
     name: str = Field(max_length=300)
-    rows: int = Field(ge=0)
+    rows: Whole = Field(ge=0)
     row_bytes: float | None = Field(None, ge=0, le=MAX_TRANSACTION)
 
 
 class Parallelism(_Part):
-    max: int = Field(ge=1)
+    max: Whole = Field(ge=1)
 
 
 class WriteProfile(_Part):
     """What a replay reads of `laglab profile`'s output (its other figures are kept for the report)."""
 
-    version: int = Field(1, ge=1, le=1)
-    span_seconds: int = Field(ge=1, le=MAX_SECONDS)
+    version: Whole = Field(1, ge=1, le=1)
+    span_seconds: Whole = Field(ge=1, le=MAX_SECONDS)
     per_second: list[Second] = Field(max_length=MAX_SECONDS)
     size_quantiles: list[Bytes] = Field(min_length=101, max_length=101, description="transaction bytes at 0..100 %")
     large: Large = Field(default_factory=Large)

@@ -47,7 +47,8 @@ def map_body(context, body):
         if body.get("prepare") is True:
             body["prepare"] = False
         seconds = body.get("seconds")
-        if "seconds" not in body or (isinstance(seconds, int) and not isinstance(seconds, bool) and seconds > 3):
+        whole = isinstance(seconds, int | float) and not isinstance(seconds, bool) and float(seconds).is_integer()
+        if "seconds" not in body or (whole and seconds > 3):  # 2053.0 is a whole number too
             body["seconds"] = 3
         if isinstance(body.get("profile"), dict):
             narrow_profile(body["profile"])
@@ -68,20 +69,26 @@ def map_body(context, body):
     return body
 
 
-def _lower(value, most: int):
-    """A whole number over `most` becomes `most` (still valid); anything else is left as it was."""
-    return most if isinstance(value, int) and not isinstance(value, bool) and value > most else value
+def _lower(item: dict, key: str, most: int) -> None:
+    """A whole number over `most` becomes `most` (still valid); anything else, or no key, is left as it was."""
+    value = item.get(key)
+    if isinstance(value, int | float) and not isinstance(value, bool) and value > most:
+        item[key] = most
 
 
 def narrow_profile(profile: dict) -> None:
     quantiles = profile.get("size_quantiles")
     if isinstance(quantiles, list):
-        profile["size_quantiles"] = [_lower(q, 1 << 20) for q in quantiles]
-    for item in (
-        (profile.get("large") or {}).get("transactions") or [] if isinstance(profile.get("large"), dict) else []
-    ):
+        for index, value in enumerate(quantiles):
+            if isinstance(value, int | float) and not isinstance(value, bool) and value > 1 << 20:
+                quantiles[index] = 1 << 20
+    large = profile.get("large")
+    listed = large.get("transactions") if isinstance(large, dict) else None
+    for item in listed if isinstance(listed, list) else []:
         if isinstance(item, dict):
-            item["bytes"], item["rows"] = _lower(item.get("bytes"), 1 << 20), _lower(item.get("rows"), 10_000)
-    for second in profile.get("per_second") or [] if isinstance(profile.get("per_second"), list) else []:
+            _lower(item, "bytes", 1 << 20)
+            _lower(item, "rows", 10_000)
+    seconds = profile.get("per_second")
+    for second in seconds if isinstance(seconds, list) else []:
         if isinstance(second, dict):
-            second["transactions"] = _lower(second.get("transactions"), 200)
+            _lower(second, "transactions", 200)

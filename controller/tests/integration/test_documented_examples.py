@@ -47,7 +47,7 @@ PRINTS = {
     r"^\./laglab fault (kill|stop|pause|start|unpause|restart) ": r"^fault f\d+: \w+ \S+ \(in effect after ",
     r"^\./laglab fault undo": r"^(undone: fault f\d+: |no fault in force$)",  # after `undo f3`: none left
     r"^\./laglab fault list": r"^id\s+service\s+action\s+state",
-    r"^\./laglab load (start|status$)": r"^load: (oltp_\w+ at \d+ TPS|the replay of \S+, \d+ threads)",
+    r"^\./laglab load (start|status$)": r"^load: (oltp_\w+ at \d+ TPS|the replay of \S+( at [\d.]+x)?, \d+ threads)",
     r"^\./laglab load stop": r"^stopping load: ",
     r"^\./laglab load status --json": r'^\s*"running": (true|false),$',
     r"^\./laglab runs$": r"^id\s+status\s+points",

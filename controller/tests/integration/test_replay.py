@@ -20,7 +20,7 @@ from tests.polling import wait_until
 
 from .conftest import ROOT
 
-SECONDS, SMALL_PER_SECOND, BATCH_EVERY, BATCH_ROWS = 40, 40, 10, 6000
+SECONDS, SMALL_PER_SECOND, BATCH_EVERY, BATCH_ROWS = 30, 40, 10, 6000
 EXCLUDE = ["--exclude-table", "laglab_meta.*"]
 
 
