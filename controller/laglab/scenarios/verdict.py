@@ -69,6 +69,8 @@ def _lag_words(p: dict) -> str:
         return ""
     if slope is not None and slope > 0.01:
         trend = f"lag grew {slope:.3f} s per second"
+    elif slope is not None and top is not None and top >= 5.0:  # a burst (a large transaction, a fault), no trend
+        return f"lag peaked at {top:.2f} s, with no lasting growth"
     elif slope is not None:
         trend = "lag held steady"
     else:

@@ -258,8 +258,9 @@ document.getElementById("heal-all").addEventListener("click", async () => {
 async function pollLoad() {
   const s = await api("GET", "/api/load").catch(e => ({ error: e.message }));
   const el = document.getElementById("load-status");
-  if (s.running && s.latest) el.textContent = `running ${s.profile.script}: ${s.latest.tps.toFixed(1)} TPS, ${s.latest.qps.toFixed(1)} QPS achieved`;
-  else if (s.running) el.textContent = `starting ${s.profile.script}…`;
+  const what = s.profile && s.profile.replay ? `the replay of ${s.profile.replay.profile}` : s.profile && s.profile.script;
+  if (s.running && s.latest) el.textContent = `running ${what}: ${s.latest.tps.toFixed(1)} TPS, ${s.latest.qps.toFixed(1)} QPS achieved`;
+  else if (s.running) el.textContent = `starting ${what}…`;
   else el.textContent = s.error ? `stopped (${s.error})` : "idle";
 }
 document.getElementById("load-form").addEventListener("submit", async ev => {

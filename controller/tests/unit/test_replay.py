@@ -198,3 +198,11 @@ def test_the_largest_transaction_bounds_a_replay_whose_mean_rate_leaves_the_link
     small = {**BATCH_POINT, "replay": {"replay": {"transaction_bytes_max": 100_000}}}  # 0.2 s: not a bound
     (found,) = bottleneck.explain({"points": [small]}, {})
     assert found["bound"] == "load"
+
+
+def test_the_verdict_says_a_burst_of_lag_is_not_a_steady_one():
+    from laglab.scenarios.verdict import _lag_words
+
+    assert _lag_words(BATCH_POINT) == "lag peaked at 22.78 s, with no lasting growth"
+    assert _lag_words({"lag_slope": 0.0, "max_lag_seconds": 0.6}) == "lag held steady, at most 0.60 s"
+    assert _lag_words({"lag_slope": 0.05, "max_lag_seconds": 30.0}) == "lag grew 0.050 s per second, at most 30.00 s"
