@@ -23,6 +23,7 @@ import hashlib
 import itertools
 import math
 import re
+import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -261,10 +262,14 @@ def quantiles(values: list[int]) -> list[int]:
     return [ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))] for q in range(101)]
 
 
-def period(seconds: list[int]) -> float | None:
-    """The median gap between bursts of large transactions (None with fewer than two bursts)."""
-    gaps = [b - a for a, b in itertools.pairwise(seconds) if b - a > 1]
-    return percentile(gaps, 50) if gaps else None
+def period(times: list[float]) -> float | None:
+    """The median time between bursts of large transactions, from their commit times (s): one burst is
+    the large ones less than a second apart. None with fewer than two bursts."""
+    ordered = sorted(times)
+    starts = [b for a, b in itertools.pairwise(ordered) if b - a > 1.0]
+    starts = ordered[:1] + starts
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    return round(statistics.median(gaps), 2) if gaps else None
 
 
 def parallelism(transactions: list[Transaction]) -> dict | None:
@@ -353,9 +358,9 @@ def profile(readers: list[Reader], anonymize: bool = False, exclude: Iterable[st
             "count": len(large),
             "fraction": round(len(large) / len(transactions), 6),
             "at_seconds": at_seconds,
-            "period_seconds": period(at_seconds),
-            "transactions": [
-                {"t": int(t.epoch - first), "bytes": t.bytes, "rows": t.rows} for t in large[:LARGE_LISTED]
+            "period_seconds": period([t.epoch - first for t in large]),
+            "transactions": [  # t: seconds from the first commit, to the millisecond
+                {"t": round(t.epoch - first, 3), "bytes": t.bytes, "rows": t.rows} for t in large[:LARGE_LISTED]
             ],
         },
         "ddl": sum(1 for t in transactions if t.ddl),

@@ -1,8 +1,8 @@
 -- laglab's replay of a write profile (laglab/replay.py writes the plan this reads; docs/scenarios.md).
 -- Run by sysbench 1.0 in loadgen: `sysbench replay.lua --plan=FILE --threads=N --time=S run`.
 --
--- Each second of the profile keeps its count of transactions: its large ones (their own sizes) first,
--- then the others spread evenly over the second, their sizes drawn from the profile's quantiles of
+-- Each second of the profile keeps its count of transactions: its large ones (their own sizes, at
+-- their moment in the second), then the others spread evenly over the second, their sizes drawn from the profile's quantiles of
 -- transaction bytes. Transaction k of the whole sequence belongs to thread k mod N (N: the parallelism
 -- the profile recorded), which waits for its moment, then writes it as rows of the table drawn by the
 -- profile's rows, sized so that the binlog gets the transaction's bytes (`overhead` and `rowcost`, the
@@ -41,8 +41,8 @@ local function read_plan(path)
       if key == "second" then
          local second = {t = tonumber(words[2]), small = tonumber(words[3]), large = {}}
          for i = 4, #words do
-            local bytes, rows = words[i]:match("^(%d+):(%d+)$")
-            second.large[#second.large + 1] = {bytes = tonumber(bytes), rows = tonumber(rows)}
+            local bytes, rows, offset = words[i]:match("^(%d+):(%d+):([%d.]+)$")
+            second.large[#second.large + 1] = {bytes = tonumber(bytes), rows = tonumber(rows), offset = tonumber(offset)}
          end
          second.total = second.small + #second.large
          plan.seconds[#plan.seconds + 1] = second
@@ -106,7 +106,8 @@ local function next_transaction(thread_id)
          if mine then
             local at, bytes, rows = second.t, nil, nil
             if k < #second.large then
-               bytes, rows = second.large[k + 1].bytes, second.large[k + 1].rows
+               local big = second.large[k + 1]
+               bytes, rows, at = big.bytes, big.rows, at + big.offset
             else
                at = at + (k - #second.large + 0.5) / second.small
                bytes = draw_bytes(plan)

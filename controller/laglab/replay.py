@@ -54,7 +54,7 @@ class Second(_Part):
 
 
 class LargeTransaction(_Part):
-    t: Whole = Field(ge=0, le=MAX_SECONDS)
+    t: float = Field(ge=0, le=MAX_SECONDS, description="its commit, in seconds from the profile's first")
     bytes: Bytes
     rows: Whole = Field(0, ge=0, le=100_000_000)
 
@@ -134,7 +134,7 @@ def plan_text(profile: WriteProfile, speed: float, costs: Costs) -> str:
     """The plan replay.lua reads: figures, tables, the quantiles, then one line per second with writes."""
     large: dict[int, list[LargeTransaction]] = {}
     for item in profile.large.transactions:
-        large.setdefault(item.t, []).append(item)
+        large.setdefault(int(item.t), []).append(item)
     lines = [
         "laglab-replay 1",
         f"span {profile.span_seconds}",
@@ -149,10 +149,15 @@ def plan_text(profile: WriteProfile, speed: float, costs: Costs) -> str:
         big = large.pop(second.t, [])
         small = max(0, second.transactions - len(big))
         if small or big:
-            lines.append(" ".join([f"second {second.t} {small}", *(f"{b.bytes}:{b.rows}" for b in big)]))
+            lines.append(" ".join([f"second {second.t} {small}", *map(_large, big)]))
     for t, big in sorted(large.items()):  # listed large ones in a second per_second missed
-        lines.append(" ".join([f"second {t} 0", *(f"{b.bytes}:{b.rows}" for b in big)]))
+        lines.append(" ".join([f"second {t} 0", *map(_large, big)]))
     return "\n".join(lines) + "\n"
+
+
+def _large(item: LargeTransaction) -> str:
+    """bytes:rows:offset, the offset its commit's fraction of its second (the batch keeps its moment)."""
+    return f"{item.bytes}:{item.rows}:{item.t - int(item.t):.3f}"
 
 
 def binlog_end(cursor) -> tuple[str, int] | None:
@@ -237,7 +242,7 @@ def measured(reader: Reader, seconds: float) -> dict:
     if not sizes:
         return {"transactions": 0}
     first = min(t.epoch for t in written)
-    large = sorted({int(t.epoch - first) for t in written if t.bytes >= 1 << 20})
+    large = [t.epoch - first for t in written if t.bytes >= 1 << 20]
     return {
         "transactions": len(sizes),
         "span_seconds": round(seconds, 1),

@@ -106,7 +106,9 @@ def test_a_replayed_profile_has_the_original_shape(source_ep, compose, api, tmp_
     print(made.stdout)
     original = json.loads((tmp_path / "original.json").read_text())
     assert original["large"]["count"] == SECONDS // BATCH_EVERY, original["large"]
-    assert original["large"]["period_seconds"] == BATCH_EVERY, original["large"]
+    # A batch commits once it has run (a few hundred ms, longer on a busy host): its period is BATCH_EVERY
+    # give or take that time's variation.
+    assert abs(original["large"]["period_seconds"] - BATCH_EVERY) <= 1.0, original["large"]
 
     started = laglab("load", "start", "--profile", str(tmp_path / "original.json"), "--seconds",
                      str(original["span_seconds"]), "--json")  # fmt: skip
@@ -137,7 +139,7 @@ def test_a_replayed_profile_has_the_original_shape(source_ep, compose, api, tmp_
     for q in ("p50", "p99", "max"):
         assert within(r[q], o[q]), (q, o, r)
     assert replayed["large"]["count"] == original["large"]["count"], replayed["large"]
-    assert replayed["large"]["period_seconds"] == original["large"]["period_seconds"], replayed["large"]
+    assert within(replayed["large"]["period_seconds"], original["large"]["period_seconds"]), replayed["large"]
     assert within(replayed["transactions"], original["transactions"]), (
         original["transactions"],
         replayed["transactions"],

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from laglab import replay
-from laglab.binlog_profile import Reader, profile, quantiles
+from laglab.binlog_profile import Reader, period, profile, quantiles
 from laglab.load import Profile, Replay, sysbench_argv
 from laglab.scenarios import words
 from laglab.scenarios.spec import ScenarioError, load_text
@@ -53,12 +53,21 @@ def test_the_plan_keeps_every_second_its_large_ones_and_the_quantiles():
     seconds = {int(line.split()[1]): line.split()[2:] for line in lines if line.startswith("second ")}
     by_second = {s["t"]: s["transactions"] for s in made["per_second"]}
     (big,) = made["large"]["transactions"]
-    assert seconds[big["t"]][1:] == [f"{big['bytes']}:{big['rows']}"]  # the batch, as it was, in its second
+    assert seconds[int(big["t"])][1:] == [f"{big['bytes']}:{big['rows']}:0.000"]  # the batch, as it was
     for t, (small, *large) in seconds.items():
         assert int(small) + len(large) == by_second[t]  # each second's count kept
     assert sum(by_second.values()) == made["transactions"]
     (q,) = [line for line in lines if line.startswith("quantiles ")]
     assert [int(v) for v in q.split()[1:]] == made["size_quantiles"]
+
+
+def test_a_large_transaction_keeps_its_moment_and_bursts_their_period():
+    made = fixture_profile()
+    made["large"]["transactions"] = [{"t": 12.375, "bytes": 2 << 20, "rows": 10}]
+    made["per_second"] = [{"t": 12, "transactions": 3}]
+    assert plan_lines(made)[-1] == f"second 12 2 {2 << 20}:10:0.375"
+    assert period([2.4, 12.5, 12.9, 21.9]) == 9.75  # bursts at 2.4, 12.5 (12.9 is in it), 21.9: gaps 10.1, 9.4
+    assert period([3.0]) is None
 
 
 def test_the_threads_follow_the_recorded_parallelism_up_to_a_bound():
