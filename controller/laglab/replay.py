@@ -20,7 +20,7 @@ from typing import Annotated
 import pymysql
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from .binlog_profile import Reader, excluded, period
+from .binlog_profile import LARGE_BYTES, Reader, excluded, period
 from .db import Endpoint, connect, quote_identifier
 from .errors import Kind, LabError
 from .shaping.matrix import integral
@@ -60,7 +60,7 @@ class LargeTransaction(_Part):
 
 
 class Large(_Part):
-    threshold_bytes: Bytes = 1 << 20
+    threshold_bytes: Bytes = LARGE_BYTES
     transactions: list[LargeTransaction] = Field(default_factory=list, max_length=10_000)
 
 
@@ -177,7 +177,7 @@ def start_position(endpoint: Endpoint) -> tuple[str, int] | None:
 
 def calibrate(endpoint: Endpoint, database: str, tables: int, tries: int = 5) -> Costs:
     """Makes the synthetic tables (empty) and measures the binlog bytes of a one-row transaction with no
-    pad and of one with ten rows of 1000 bytes each. Other writers (pt-heartbeat, every second) only add
+    pad and of one with ten rows of 500 bytes each (5 KB: one rows event, under its 8 KiB split). Other writers (pt-heartbeat, every second) only add
     bytes between two readings, never remove them: the least of a few tries is the transaction's own."""
     table = table_name(0)
     try:
@@ -242,7 +242,7 @@ def measured(reader: Reader, seconds: float) -> dict:
     if not sizes:
         return {"transactions": 0}
     first = min(t.epoch for t in written)
-    large = [t.epoch - first for t in written if t.bytes >= 1 << 20]
+    large = [t.epoch - first for t in written if t.bytes >= LARGE_BYTES]
     return {
         "transactions": len(sizes),
         "span_seconds": round(seconds, 1),
@@ -250,7 +250,7 @@ def measured(reader: Reader, seconds: float) -> dict:
         "transaction_bytes_p50": percentile(sizes, 50),
         "transaction_bytes_p99": percentile(sizes, 99),
         "transaction_bytes_max": max(sizes),
-        "large": sum(1 for s in sizes if s >= 1 << 20),
+        "large": sum(1 for s in sizes if s >= LARGE_BYTES),
         "large_period_seconds": period(large),
     }
 
@@ -298,4 +298,5 @@ def replayed(platform, service: str, endpoint: Endpoint, start: tuple[str, int],
 
 
 def speed_words(speed: float) -> str:
+    """' at 2x' for a replay's speed; '' at 1x."""
     return "" if math.isclose(speed, 1.0) else f" at {speed:g}x"

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from .. import limits
+from ..replay import speed_words
 from .base import Failure, Session, pass_session
 
 
@@ -20,7 +21,7 @@ def _load_line(body: dict) -> str:
     now = f", now {latest.get('tps')} TPS, p95 {latest.get('latency_p95_ms')} ms" if latest else ""
     replay = profile.get("replay")
     if replay:
-        speed = f" at {replay['speed']:g}x" if replay.get("speed") != 1 else ""
+        speed = speed_words(float(replay.get("speed") or 1))
         return (f"load: the replay of {replay.get('profile')}{speed}, {profile.get('threads')} threads, "
                 f"{body.get('seconds')} s ({body.get('owner')}){now}")  # fmt: skip
     return (f"load: {profile.get('script')} at {profile.get('rate') or 'max'} TPS, {profile.get('threads')} threads, "

@@ -8,6 +8,7 @@ did not finish has no verdict: it says why.
 
 from __future__ import annotations
 
+from ..replay import speed_words
 from . import words
 
 
@@ -94,7 +95,7 @@ def settings(scenario: dict, environment: dict) -> str:
             f"load sysbench {load.get('script')} at {rate}, {load.get('threads')} threads, {load.get('duration')}"
         )
     elif load.get("tool") == "profile":
-        speed = f" at {load.get('speed')}x" if load.get("speed") not in (None, 1, 1.0) else ""
+        speed = speed_words(float(load.get("speed") or 1))
         parts.append(f"load: the replay of the write profile {load.get('file')}{speed}, {load.get('duration')}")
     elif load.get("tool") == "mysqlslap":
         parts.append(f"load mysqlslap, {load.get('queries')} queries over {load.get('threads')} clients")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from ..replay import speed_words
 from ..replicators import KINDS
 
 # key -> how its value reads (a unit, or a function of the value)
@@ -40,8 +41,7 @@ def load(section: dict) -> str:
     """A load section swept whole: `replay of profiles/x.json`, `sysbench oltp_insert at 550 TPS`."""
     tool = section.get("tool", "sysbench")
     if tool == "profile":
-        speed = section.get("speed", 1)
-        return f"replay of {section.get('file')}" + (f" at {speed:g}x" if speed != 1 else "")
+        return f"replay of {section.get('file')}{speed_words(float(section.get('speed', 1)))}"
     if tool == "sysbench":
         rate = section.get("rate")
         return f"sysbench {section.get('script', 'oltp_write_only')} at {f'{rate} TPS' if rate else 'full speed'}"
