@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -195,3 +196,11 @@ def help_rules(helps: list[Example] | None = None) -> list[tuple[Example, Rule, 
             out.append((example, rule(example), ""))
             ran[key] = str(example)
     return out
+
+
+def ctrl_c_in_a_terminal() -> None:
+    """What a terminal's foreground job starts with: SIGINT and SIGQUIT at their defaults. A job started
+    with `cmd &` by a non-interactive shell has them ignored (bash(1), SIGNALS), and Python keeps an
+    ignored SIGINT: no Ctrl-C could reach it (#51, the documented-examples run)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)

@@ -171,9 +171,10 @@ def lag(session: Session, follow: bool, replica: str | None, interval: float) ->
             raise check_failed(f"replication is not flowing: {latest.get('reason') or latest['status']}")
         return
     last = None
-    if not session.json_output:
-        click.echo(_line(LAG_HEADER))
+    # Ctrl-C ends it with exit 0 in every state: printing the header, a request in flight, asleep.
     try:
+        if not session.json_output:
+            click.echo(_line(LAG_HEADER))
         while True:
             sample = session.call("GET", path)["latest"]
             if sample is not None and sample["epoch"] != last:

@@ -14,7 +14,7 @@ from laglab import config
 from laglab.client import Client
 from laglab.db import Endpoint, connect
 
-from ..polling import wait_until  # noqa: F401 - the suites import it from here
+from ..polling import wait_until
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -66,6 +66,66 @@ def unshaped_lab(api):
     """Every test starts from a lab without shaping (saved shaping survives controller restarts)."""
     response = api.delete("/api/shaping", timeout=60)
     assert response.status_code == 204, response.text
+
+
+def controller_answers(api) -> bool:
+    try:
+        return api.get("/api/health", timeout=5).status_code == 200
+    except OSError:  # refused or timed out: restarting (a test restarts it, or a profile's `up` recreates it)
+        return False
+
+
+def lab_changes(api) -> list[str]:
+    """What a test may leave in the lab that changes the next one's: shaping, a delay matrix, a
+    partition, a fault in force, a scenario run, the panel's load (each as GET reads it)."""
+    found = []
+    shaping = api.get("/api/shaping").json()["shaping"]
+    found += [f"shaping of {s['service']}: {s['desired']}" for s in shaping if s["desired"]]
+    if (matrix := api.get("/api/matrix").json())["matrix"] is not None:
+        found.append(f"delay matrix: {matrix['matrix']}")
+    found += [f"partition {p['a']} / {p['b']}" for p in api.get("/api/partitions").json()["partitions"]]
+    found += [f"fault {f['action']} on {f['service']} ({f['id']})" for f in api.get("/api/faults").json()["active"]]
+    runs = api.get("/api/runs").json()["runs"]
+    found += [f"run {r['id']} {r['status']}" for r in runs if r["status"] in ("pending", "running")]
+    if (load := api.get("/api/load").json())["running"]:
+        found.append(f"load of {load['owner']}")
+    return found
+
+
+def undo_lab_changes(api) -> None:
+    """Each of lab_changes() undone through the API, the runs first (they own shaping and load)."""
+    for run in api.get("/api/runs").json()["runs"]:
+        if run["status"] in ("pending", "running"):
+            api.delete(f"/api/runs/{run['id']}")
+    wait_until(lambda: not [r for r in api.get("/api/runs").json()["runs"] if r["status"] in ("pending", "running")],
+               180, 1, "the runs to end")  # fmt: skip
+    if api.get("/api/load").json()["running"]:
+        api.delete("/api/load")
+        wait_until(lambda: not api.get("/api/load").json()["running"], 60, 0.5, "the panel's load to stop")
+    for fault in api.get("/api/faults").json()["active"]:
+        api.delete(f"/api/faults/{fault['id']}", timeout=120)
+    api.delete("/api/partitions", timeout=120)
+    api.delete("/api/matrix", timeout=120)
+    api.delete("/api/shaping", timeout=120)
+
+
+@pytest.fixture(autouse=True)
+def lab_as_found(request, api):
+    """Each test starts with the lab as the first one found it (asserted: no shaping, matrix, partition,
+    fault in force, run or panel load), and whatever it leaves, failed or not, is undone after it (its
+    own fixtures' teardowns run first). A controller that a test restarted is waited for. The server
+    versions' tests run their own labs beside the unit tests (scripts/test) and are left out."""
+    if request.node.path.name == "test_server_versions.py":
+        yield
+        return
+    wait_until(lambda: controller_answers(api), 180, 1, "the controller to answer")
+    found = lab_changes(api)
+    assert not found, f"the lab does not start clean: {found}"
+    yield
+    wait_until(lambda: controller_answers(api), 180, 1, "the controller to answer")
+    if lab_changes(api):
+        undo_lab_changes(api)
+        wait_until(lambda: not lab_changes(api), 60, 1, "the lab to be as the test found it")
 
 
 TCP_BUFFERS = ROOT / ".cache" / "compose.tcp-buffers.yaml"

@@ -21,7 +21,7 @@ import pytest
 
 from laglab.faults.base import ACTIONS
 
-from ..documented import Example, examples, help_rules, rule
+from ..documented import Example, ctrl_c_in_a_terminal, examples, help_rules, rule
 from .conftest import ROOT, wait_until
 
 RUNS_HERE = [e for e in examples() if rule(e).kind in ("lab", "started")]
@@ -85,8 +85,13 @@ class Shell:
         return done
 
     def start(self, command: str) -> subprocess.Popen:
+        """A command started as a terminal starts a foreground job: a process group of its own (Ctrl-C
+        goes to the group) and SIGINT and SIGQUIT at their defaults. This suite may itself have been
+        started with them ignored (a non-interactive shell's `cmd &`, as a CI runner may start it), and
+        an ignored signal stays ignored across exec: `lag --follow` then outlived every SIGINT (#51)."""
         return subprocess.Popen(self.argv(command), cwd=ROOT, env=self.env, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
+                                stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                                preexec_fn=ctrl_c_in_a_terminal)  # fmt: skip
 
 
 def read_until(process: subprocess.Popen, pattern: str, timeout: float) -> str:

@@ -12,7 +12,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
+import socket
 import statistics
+import struct
 import subprocess
 import time
 from pathlib import Path
@@ -26,11 +29,19 @@ from laglab.shaping.manager import ShapingManager
 from laglab.shaping.userspace import chain_name
 from laglab.stats import percentile
 
-from ..polling import wait_until  # noqa: F401 - the suite imports it from here
+from ..polling import wait_until
 
 IN_UML = bool(os.environ.get("LAGLAB_OUT")) and Path("/repo").is_dir()
 SERVICES = {"mysql-source": "10.77.0.2", "mysql-target": "10.77.0.3", "loadgen": "10.77.0.4"}
+# Docker derives a container's MAC from its address: a restarted one keeps it (no stale ARP). Two of
+# them are one bit apart (mysql-source ...:02, mysql-target ...:03), as in the lab.
+MACS = {s: "02:42:" + ":".join(f"{int(b):02x}" for b in address.split(".")) for s, address in SERVICES.items()}
 BRIDGE = "br-lab"
+
+
+def port(service: str) -> str:
+    """A namespace's port on the bridge (the host end of its veth)."""
+    return f"v-{service}"[:15]
 
 
 def pytest_collection_modifyitems(config, items):
@@ -70,21 +81,13 @@ class Namespaces:
             self.create(service)
 
     def create(self, service: str) -> None:
-        ns, host_end = f"ns-{service}", f"v-{service}"[:15]
+        ns, host_end = f"ns-{service}", port(service)
         sh("ip", "link", "del", host_end, check=False)  # a deleted namespace's veth goes asynchronously
         sh("ip", "netns", "add", ns)
         sh("ip", "link", "add", host_end, "type", "veth", "peer", "name", "eth0", "netns", ns)
         sh("ip", "link", "set", host_end, "master", BRIDGE, "up")
         for argv in (
-            # Docker derives a container's MAC from its address: a restarted one keeps it (no stale ARP)
-            [
-                "ip",
-                "link",
-                "set",
-                "eth0",
-                "address",
-                "02:42:" + ":".join(f"{int(b):02x}" for b in SERVICES[service].split(".")),
-            ],
+            ["ip", "link", "set", "eth0", "address", MACS[service]],
             ["ip", "addr", "add", f"{SERVICES[service]}/24", "dev", "eth0"],
             ["ip", "link", "set", "eth0", "up"],
             ["ip", "link", "set", "lo", "up"],
@@ -160,6 +163,93 @@ def manager(backend, namespaces, tmp_path):
     m.executor.close()
 
 
+# --- each test starts with the guest as the first one found it ---
+CHAINS = chain_name(Namespaces.project).split("-")[0] + "-"  # the userspace backend's chains, any project's
+
+
+def misplaced_macs() -> list[str]:
+    """The namespaces' MACs the bridge has learned on another namespace's port. netem's corrupt flips a
+    bit anywhere in the frame, Ethernet header included (sch_netem.c, netem_enqueue: the qdisc sees
+    the frame from its MAC header on), so a corrupted frame from mysql-source (...:02) can carry
+    mysql-target's MAC (...:03) as its source: the bridge then sends mysql-target's traffic to
+    mysql-source's port until mysql-target speaks again (#51: a connect that timed out, 0 of 20 pings
+    received, in the two tests after the corrupt one)."""
+    wrong = []
+    for line in sh("bridge", "fdb", "show", "br", BRIDGE).splitlines():
+        fields = line.split()
+        device = fields[fields.index("dev") + 1] if "dev" in fields else None
+        wrong += [f"{mac} ({s}'s) on {device}" for s, mac in MACS.items() if fields[:1] == [mac] and device != port(s)]
+    return wrong
+
+
+def leftovers(namespaces: Namespaces) -> list[str]:
+    """What a test may leave in the guest that changes the next one's packets: qdiscs on a namespace's
+    eth0 or a bridge port, NFQUEUE rules, the userspace chain and its hooks, a worker still running, a
+    MAC on a wrong port; and every namespace must reach every other (one ping each way)."""
+    found = [f"bridge fdb: {m}" for m in misplaced_macs()]
+    for service in namespaces.holders:
+        qdiscs = [q for q in ns_exec(service, "tc", "qdisc", "show", "dev", "eth0").splitlines() if "noqueue" not in q]
+        found += [f"{service} eth0: {q}" for q in qdiscs]
+        found += [f"{service}: {r}" for r in ns_exec(service, "iptables-save").splitlines() if "NFQUEUE" in r]
+        qdiscs = [q for q in sh("tc", "qdisc", "show", "dev", port(service)).splitlines() if "noqueue" not in q]
+        found += [f"{port(service)}: {q}" for q in qdiscs]
+    rules = [r for r in sh("iptables-save").splitlines() if r.startswith("-A ") and ("NFQUEUE" in r or CHAINS in r)]
+    found += [f"bridge: {r}" for r in rules]
+    found += [f"worker: {w}" for w in sh("pgrep", "-af", "laglab.shaping.nfqueue", check=False).splitlines()]
+    for a, b in ((a, b) for a in namespaces.holders for b in namespaces.holders if a != b):
+        if " 1 received" not in ns_exec(a, "ping", "-n", "-c", "1", "-W", "2", SERVICES[b]):
+            found.append(f"{a} does not reach {b}")
+    return found
+
+
+def forget(namespaces: Namespaces) -> None:
+    """What the bridge and the namespaces learned from a test's frames, forgotten: the bridge's MAC
+    table and every neighbour table (ARP has no checksum: a corrupted reply is taken as it is)."""
+    sh("ip", "link", "set", BRIDGE, "type", "bridge", "fdb_flush")
+    sh("ip", "neigh", "flush", "dev", BRIDGE, check=False)
+    for service in namespaces.holders:
+        ns_exec(service, "ip", "neigh", "flush", "dev", "eth0")
+
+
+def scrub(namespaces: Namespaces) -> None:
+    """What leftovers() found, removed, so that one test's failure is that test's alone."""
+    for service in namespaces.holders:
+        for where in ("root", "ingress"):
+            ns_exec(service, "tc", "qdisc", "del", "dev", "eth0", where)
+            sh("tc", "qdisc", "del", "dev", port(service), where, check=False)
+        for table in ("raw", "mangle", "filter"):
+            ns_exec(service, "iptables", "-t", table, "-F")
+    sh("pkill", "-f", "laglab.shaping.nfqueue", check=False)
+    for line in sh("iptables-save", "-t", "raw").splitlines():
+        if line.startswith("-A PREROUTING") and CHAINS in line:
+            sh("iptables", "-t", "raw", "-D", *line.split()[1:], check=False)
+    for line in sh("iptables-save", "-t", "raw").splitlines():
+        if line.startswith(":") and CHAINS in line:
+            sh("iptables", "-t", "raw", "-F", line[1:].split()[0], check=False)
+            sh("iptables", "-t", "raw", "-X", line[1:].split()[0], check=False)
+    forget(namespaces)
+
+
+@pytest.fixture(autouse=True)
+def clean_guest(request):
+    """Each test that uses the namespaces starts clean (asserted), and whatever it leaves, failed or not,
+    is forgotten or removed after it: its own shaping by its manager's stop (that fixture's teardown
+    runs first), the bridge's and the neighbours' tables here; anything else fails this test's teardown
+    and is removed, so the next test starts clean."""
+    if not IN_UML or "namespaces" not in request.fixturenames:
+        yield
+        return
+    namespaces = request.getfixturevalue("namespaces")
+    found = leftovers(namespaces)
+    assert not found, f"the guest does not start clean: {found}"
+    yield
+    forget(namespaces)
+    found = leftovers(namespaces)
+    if found:
+        scrub(namespaces)
+        pytest.fail(f"the test left the guest changed: {found}")
+
+
 # --- measuring, from inside the namespaces ---
 def bridge_rules(chain: str = "") -> dict:
     """The userspace backend's chain in the bridge's namespace and the PREROUTING hooks into it."""
@@ -225,3 +315,87 @@ def record(figure: str, backend: str, **values) -> None:
         return
     with open(Path("/repo") / out / "figures.jsonl", "a") as f:
         f.write(json.dumps({"figure": figure, "backend": backend, **values}) + "\n")
+
+
+# --- frames as a bridge port saw them ---
+ECHO_FRAME = 98  # bytes of one echo request of ping's default 56 data bytes: Ethernet 14, IPv4 20, ICMP 64
+
+
+class Frames:
+    """tcpdump on one bridge port, one direction ("in": what the namespace sent; "out": what the bridge
+    handed it), every frame unfiltered (a filter would miss the corrupted ones), written as it comes
+    (-U). stop() waits for the file to stop growing before it stops tcpdump: its SIGINT drops what is
+    still in the capture buffer (seen: 708 of 1903 frames)."""
+
+    def __init__(self, service: str, direction: str, folder: Path):
+        self.file = folder / f"{port(service)}-{direction}.pcap"
+        argv = ["tcpdump", "-i", port(service), "-Q", direction, "-n", "-U", "-B", "8192", "-w", str(self.file)]
+        self.process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        started = self.process.stderr.readline()  # "tcpdump: listening on ..." once it captures
+        if "listening on" not in started:
+            self.process.kill()
+            raise RuntimeError(f"tcpdump on {port(service)}: {started.strip()}")
+
+    def stop(self) -> list[bytes]:
+        last = [-1]
+
+        def still() -> bool:
+            now = self.file.stat().st_size
+            same, last[0] = now == last[0], now
+            return same
+
+        wait_until(still, timeout=30, interval=0.5, message=f"{self.file.name} to stop growing")
+        self.process.send_signal(signal.SIGINT)
+        rest = self.process.communicate(timeout=30)[1]
+        self.stats = " ".join(rest.split())
+        dropped = re.search(r"(\d+) packets? dropped by kernel", rest)
+        assert dropped is None or dropped.group(1) == "0", rest  # a capture that missed frames judges nothing
+        return pcap_frames(self.file.read_bytes())
+
+
+def pcap_frames(data: bytes) -> list[bytes]:
+    """The frames of a pcap file (the classic format tcpdump -w writes; link type 1, Ethernet)."""
+    endian = "<" if data[:4] in (bytes.fromhex("d4c3b2a1"), bytes.fromhex("4d3cb2a1")) else ">"
+    assert struct.unpack(endian + "I", data[20:24])[0] == 1, "not Ethernet frames"
+    frames, at = [], 24
+    while at + 16 <= len(data):
+        length = struct.unpack(endian + "I", data[at + 8 : at + 12])[0]
+        frames.append(data[at + 16 : at + 16 + length])
+        at += 16 + length
+    return frames
+
+
+def checksum_holds(data: bytes) -> bool:
+    """RFC 1071: the ones'-complement sum of the 16-bit words, checksum field included, is all ones."""
+    data += b"\0" * (len(data) % 2)
+    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return total == 0xFFFF
+
+
+def mac_bytes(service: str) -> bytes:
+    return bytes.fromhex(MACS[service].replace(":", ""))
+
+
+def echo_request_intact(frame: bytes, src: str, dst: str) -> bool:
+    """An echo request from src to dst with no bit flipped: both MACs and the ethertype as sent, and the
+    IPv4 header's and ICMP's checksums hold (a one-bit flip anywhere else fails one of them)."""
+    ip, icmp = frame[14:34], frame[34:]
+    return (
+        len(frame) == ECHO_FRAME
+        and frame[:6] == mac_bytes(dst)
+        and frame[6:12] == mac_bytes(src)
+        and frame[12:14] == b"\x08\x00"
+        and checksum_holds(ip)
+        and ip[9] == 1
+        and ip[12:16] == socket.inet_aton(SERVICES[src])
+        and ip[16:20] == socket.inet_aton(SERVICES[dst])
+        and icmp[0] == 8
+        and checksum_holds(icmp)
+    )
+
+
+def checksums_fail(frame: bytes) -> bool:
+    """A frame the receiver's stack drops whoever it reaches: its IPv4 header's or ICMP's checksum fails."""
+    return not (checksum_holds(frame[14:34]) and checksum_holds(frame[34:]))

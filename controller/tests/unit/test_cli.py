@@ -6,10 +6,16 @@ real one's). The command against the real lab: tests/integration/test_cli.py."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import signal
+import subprocess
+import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import click
 import pytest
@@ -19,7 +25,8 @@ from laglab.api import models
 from laglab.cli import cli
 from laglab.cli.base import EXIT_CODES
 
-from ..documented import help_examples, parse_cli
+from ..documented import ctrl_c_in_a_terminal, help_examples, parse_cli
+from ..polling import wait_until
 
 SAMPLE = {"time": "2026-11-25T18:00:00.123456Z", "epoch": 1.0, "status": "ok", "reason": None, "replica": "mysql-target",
           "lag_seconds": 0.25, "lag_error_seconds": 0.001, "applier_lag_seconds": 0.002, "transit_seconds": 0.1,
@@ -33,6 +40,8 @@ class Controller:
     def __init__(self):
         self.requests: list[tuple[str, str, object]] = []
         self.routes: dict[str, tuple[int, object]] = {}
+        self.answering = threading.Event()  # cleared: requests are taken and held unanswered
+        self.answering.set()
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -40,6 +49,7 @@ class Controller:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length)) if length else None
                 outer.requests.append((self.command, self.path, body))
+                outer.answering.wait(60)
                 key = f"{self.command} {self.path.split('?')[0]}"
                 code, answer = outer.routes.get(key, (404, {"error": f"no route {self.path}", "status": 404}))
                 data = b"" if code == 204 else json.dumps(answer).encode()
@@ -231,6 +241,38 @@ def test_lag_prints_a_table_and_json(controller):
     as_json = laglab(controller, "--json", "lag", "--replica", "gr-node2")
     assert json.loads(as_json.output) == SAMPLE
     assert controller.requests[1][1] == "/api/lag?seconds=0&replica=gr-node2"
+
+
+@pytest.mark.parametrize("state", ["asleep between samples", "a request in flight"])
+def test_ctrl_c_ends_lag_follow_at_once_with_exit_0(controller, state):
+    """README: "Ctrl-C stops watching". The real command in its own process, SIGINT as a terminal sends
+    it, in each state the loop can be in: sleeping between samples, or waiting for an answer that does
+    not come (a busy controller)."""
+    controller.answer("GET /api/lag", {"latest": SAMPLE})
+    argv = [sys.executable, "-m", "laglab.cli", "--url", controller.url, "--token", "", "lag", "--follow",
+            "--interval", "0.5"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                          preexec_fn=ctrl_c_in_a_terminal) as process:  # fmt: skip
+        try:
+            assert process.stdout.readline().split()[:2] == ["time", "(UTC)"]
+            assert "mysql-target" in process.stdout.readline()
+            # The sample just printed: it is now in its 0.5 s sleep, unless the next request is held.
+            if state == "a request in flight":
+                controller.answering.clear()
+                asked = len(controller.requests)
+                wait_until(lambda: len(controller.requests) > asked, 5, 0.01, "the next request to be held")
+            process.send_signal(signal.SIGINT)
+            started = time.monotonic()
+            code = process.wait(timeout=10)
+            took = time.monotonic() - started
+        finally:
+            controller.answering.set()
+            if process.poll() is None:
+                process.kill()
+        stderr = process.stderr.read()
+    assert code == 0 and took < 2.0, (code, took, stderr)
+    assert "Traceback" not in stderr and "Aborted" not in stderr, stderr
 
 
 def test_lag_is_a_failed_check_while_replication_does_not_flow(controller):
