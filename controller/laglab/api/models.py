@@ -409,6 +409,17 @@ class LoadStatus(Out):
     error: str | None
 
 
+class RunOutcome(Out):
+    verdict: Literal["PASS", "FAIL", "NOT VALID", "NO CHECKS", "INTERRUPTED", "FAILED", "RUNNING", "PENDING"] = Field(
+        description="NOT VALID: a point did not measure what was asked (link, load or a timeline step); "
+        "a run that did not finish: its status"
+    )
+    held: bool = Field(description="PASS or NO CHECKS: `laglab run` exits 0")
+    reasons: list[str] = Field(description="why, in words")
+    checks: int = Field(description="assertions and a search's expectations judged")
+    failed: int
+
+
 class Run(Out):
     id: str
     scenario: str
@@ -429,6 +440,9 @@ class Run(Out):
         [], description="a search's answer per sweep point: knee, bracket, probes, state (empty without a search)"
     )
     seed: int | None = Field(None, description="the links' seed of this run (asked, or drawn for `random`)")
+    outcome: RunOutcome | None = Field(
+        None, description="what the run came to, decided once (report.md and `laglab run` read it)"
+    )
     links: dict[str, str] | None = Field(
         None, description="GET /api/runs: report files as signed links a browser opens without the token (12 h)"
     )

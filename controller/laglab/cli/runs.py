@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from ..scenarios import words
+from ..scenarios.outcome import point_outcome, run_outcome
 from ..scenarios.spec import Plan, ScenarioError, describe_point, load_file
 from ..shaping.params import format_time
 from ..shaping.plan import SEED_MAX
@@ -71,7 +72,10 @@ def summary_lines(run: dict) -> list[str]:
         f"(to attach: {run['results']}/report.html)"
     ]
     for point in run.get("summary") or []:
-        verdict = "pass" if point["passed"] else "FAIL"
+        decided = point_outcome(point)
+        verdict = {"PASS": "pass", "NO CHECKS": "no checks"}.get(decided.verdict, decided.verdict)
+        if decided.verdict == "NOT VALID":
+            verdict += f" ({'; '.join(decided.reasons)})"
         if "cluster" in point:
             lines.append(f"  {point['point']:>2}. {words.params(point['params'])} {point['load_seconds']} s, QPS {point['qps']}: {verdict}")  # fmt: skip
             continue
@@ -88,6 +92,9 @@ def summary_lines(run: dict) -> list[str]:
         lines.append(f"  cleanup step {failed['step']} failed: {failed['error']}{repair}")
     if run.get("identical") is False:
         lines.append("  consistency: the target differs from the source (something was lost): see the report")
+    decided = run_outcome(run)
+    if run["status"] == "completed":
+        lines.append(f"verdict: {decided.verdict}" + (f" ({decided.reasons[0]})" if decided.reasons else ""))
     return lines
 
 
@@ -172,13 +179,9 @@ def run(session: Session, file: Path, quick: bool, plan_only: bool, seed: int | 
     session.emit(current, lambda r: [click.echo(line) for line in summary_lines(r)])
     if current["status"] != "completed":
         raise check_failed(f"run {current['id']} {current['status']}")
-    expectations = [c for knee in current.get("knees") or [] for c in knee.get("expect") or []]
-    if (
-        not all(p["passed"] for p in current["summary"] or [])
-        or current.get("identical") is False
-        or not all(c["passed"] for c in expectations)
-    ):
-        raise check_failed(f"run {current['id']}: a check failed (above)")
+    decided = run_outcome(current)  # decided once by the controller (scenarios/outcome.py)
+    if not decided.held:
+        raise check_failed(f"run {current['id']}: {decided.verdict.lower()} (above)")
 
 
 @click.group(invoke_without_command=True)

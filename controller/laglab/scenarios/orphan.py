@@ -17,6 +17,7 @@ from .. import tcp_buffers
 from ..recovery import Restart, read_state, write_state
 from ..replicators import KINDS
 from ..results import iso
+from .outcome import Outcome
 
 log = logging.getLogger("laglab.runs")
 MARKER = "run.json"
@@ -131,5 +132,6 @@ def _mark_interrupted(folder: Path, data: dict, reason: str) -> None:
     doc = json.loads(summary.read_text()) if summary.exists() else {"id": data["id"], "points": []}
     doc.update(status="interrupted", reason=reason, finished=iso(time.time()))
     doc.setdefault("started", iso(data.get("started") or time.time()))
+    doc["outcome"] = Outcome("INTERRUPTED", [reason]).as_json()
     if folder.is_dir():
         write_state(summary, doc)

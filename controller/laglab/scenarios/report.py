@@ -18,6 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from . import bottleneck, report_captures, report_html, report_replay, report_search, verdict, words
+from .outcome import point_outcome
 
 
 def _csv(path: Path) -> list[dict]:
@@ -566,8 +567,9 @@ def render(run: Path) -> Path:
         checks = (
             "; ".join(f"{a['assertion']}: {'pass' if a['passed'] else 'FAIL'}" for a in p.get("assertions", [])) or "-"
         )
-        if p.get("load_error"):
-            checks = f"load failed: {p['load_error']}; {checks}"
+        decided = point_outcome(p)
+        if decided.verdict == "NOT VALID":  # its checks say nothing either way (outcome.py)
+            checks = f"**not valid**: {'; '.join(decided.reasons)}; {checks}"
         params = (
             " | ".join(words.value(k, p["params"][k]) if k in p["params"] else "-" for k in swept)
             if swept

@@ -6,7 +6,7 @@ from __future__ import annotations
 import yaml
 
 from ..results import iso
-from . import bottleneck
+from . import bottleneck, outcome
 from .spec import Plan
 
 
@@ -63,4 +63,6 @@ def summary_doc(run, consistency_report) -> dict:
     }
     # What should bound each point, predicted, against what was measured (bottleneck.py).
     doc["bottlenecks"] = bottleneck.explain(doc, run.environment)
+    # What the run came to, decided once (outcome.py): report.md, report.html and the CLI read it.
+    doc["outcome"] = outcome.of_run(run.status, run.reason, run.summary, doc["consistency"], run.knees).as_json()
     return doc

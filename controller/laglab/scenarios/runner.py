@@ -26,6 +26,7 @@ from . import environment, measure, report, run_files, summarise
 from .buffer_switch import BufferSwitch
 from .knees import Knees
 from .orphan import RunMarker
+from .outcome import of_run
 from .recording import PointRecording
 from .spec import Plan, Point, PointPlan, describe_point
 from .timeline import EVENT_COLUMNS, TimelineRun
@@ -104,6 +105,7 @@ class ScenarioRun:
         self.replicators: dict = {}  # kind -> the replicator driving it, in the order first used
         self.replicator = None  # the kind of the point running (or last run)
         self.identical: bool | None = None  # the consistency check's verdict, once it ran
+        self.differences: list[str] = []  # and what it found different
         self.cleanup_errors: list[dict] = []  # {step, error, repair?}: a cleanup step that failed
         self.environment: dict = {}  # environment.json, once described
         # On disk while the run changes the lab: the next start ends it if the controller dies (orphan.py).
@@ -114,6 +116,7 @@ class ScenarioRun:
     def as_json(self) -> dict:
         elapsed = (self.finished or time.time()) - self.started
         eta = max(0.0, self.plan.eta_seconds() - elapsed) if self.status == RunStatus.RUNNING else 0.0
+        consistency = None if self.identical is None else {"identical": self.identical, "differences": self.differences}
         return {
             "id": self.id,
             "scenario": self.plan.scenario.name,
@@ -133,6 +136,8 @@ class ScenarioRun:
             "cleanup_errors": self.cleanup_errors,
             "knees": self.knees,
             "seed": self.seed,
+            # What the run came to, decided by outcome.py as summary.json's is (run_files.summary_doc).
+            "outcome": of_run(self.status, self.reason, self.summary, consistency, self.knees).as_json(),
         }
 
     def start(self) -> None:
@@ -206,6 +211,7 @@ class ScenarioRun:
             self._check("consistency check")
             consistency_report = self._consistency()
             self.identical = bool(consistency_report.get("identical"))
+            self.differences = list(consistency_report.get("differences") or [])
             self._set_status(RunStatus.COMPLETED)
         except Interrupted as error:
             self._set_status(RunStatus.INTERRUPTED, str(error))
@@ -393,6 +399,7 @@ class ScenarioRun:
             self.reason = f"{self.reason}; consistency check: {type(error).__name__}: {error}"
             return None
         self.identical = bool(report.get("identical"))
+        self.differences = list(report.get("differences") or [])
         return report
 
     def _stop_timeline(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import statistics
 
+from . import outcome
 from .measure import Window
 from .spec import PointPlan
 
@@ -40,13 +41,10 @@ def point_result(
         "host": host,  # the host's load in the measured window (hostload.py); saturated: CPU-bound figures
     }
     result["assertions"] = [{"assertion": str(a), "passed": a.holds(result.get(a.metric))} for a in plan.assertions]
-    failed_steps = [e for e in events if e.get("error")]
-    result["passed"] = (
-        all(x["passed"] for x in result["assertions"])
-        and verification["ok"]
-        and not window.load_error
-        and not failed_steps
-    )
+    # The point's outcome, decided once (outcome.py); `passed` stays for readers of older summaries.
+    decided = outcome.of_point(result)
+    result["outcome"] = decided.as_json()
+    result["passed"] = decided.held
     return result
 
 

@@ -1,44 +1,54 @@
 """The top of report.md, for a ticket: the verdict in words, what the scenario reproduces, and the
 settings that produced it (link, load, replicator, servers). Reads only the run's files.
 
-The verdict is the scenario's own assertions (every point, every check), then whether anything was lost
-(the consistency check), then what the lag did and why, in the bottleneck model's words. A run that
-did not finish has no verdict: it says why.
+The verdict is the run's outcome as the controller decided it (outcome.py: the scenario's assertions,
+whether the points measured what was asked, whether anything was lost), then what the lag did and why,
+in the bottleneck model's words. A run that did not finish has no verdict: it says why.
 """
 
 from __future__ import annotations
 
+import re
+
 from ..replay import speed_words
 from . import words
+from .outcome import run_outcome
 
 
 def word(summary: dict) -> str:
-    """PASS, FAIL, NO CHECKS (exploratory) or the status of a run that did not finish."""
-    if summary.get("status") != "completed":
-        return str(summary.get("status") or "unknown").upper()
-    checks = [a for p in summary.get("points", []) for a in p.get("assertions", [])]
-    consistency = summary.get("consistency") or {}
-    if any(not a["passed"] for a in checks) or consistency.get("identical") is False:
-        return "FAIL"
-    return "PASS" if checks else "NO CHECKS"
+    """PASS, FAIL, NOT VALID, NO CHECKS (exploratory) or the status of a run that did not finish: the
+    run's outcome as the controller decided it (outcome.py), never decided again here."""
+    return run_outcome(summary).verdict
 
 
 def lines(summary: dict, scenario: dict | None, environment: dict) -> list[str]:
-    verdict = word(summary)
+    decided = run_outcome(summary)
     out = [""]
     checks = [(p["point"], a) for p in summary.get("points", []) for a in p.get("assertions", [])]
     failed = [(n, a) for n, a in checks if not a["passed"]]
-    if verdict in ("PASS", "FAIL", "NO CHECKS"):
+    others = [r for r in decided.reasons if not re.match(r"point \d+: `.*` did not hold$", r)]
+    if decided.verdict == "NOT VALID":
+        out.append(
+            "**Verdict: NOT VALID.** What was measured is not what was asked, so the checks say nothing either "
+            f"way: {'; '.join(decided.reasons[:5])}."
+        )
+    elif decided.verdict == "FAIL":
+        said = []
         if failed:
             listed = "; ".join(f"point {n}: `{a['assertion']}`" for n, a in failed[:5])
-            out.append(f"**Verdict: FAIL.** {len(failed)} of {len(checks)} checks failed ({listed}).")
-        elif checks:
-            held = "The one check held" if len(checks) == 1 else f"All {len(checks)} checks held in every point"
-            out.append(f"**Verdict: PASS.** {held}.")
-        else:
-            out.append(
-                "**Verdict: no checks.** The scenario states no assertions (an exploratory run): what was measured follows."
-            )
+            said.append(f"{len(failed)} of {len(checks)} checks failed ({listed})")
+        said += others[:5]
+        out.append(f"**Verdict: FAIL.** {'; '.join(said)}.")
+    elif decided.verdict == "PASS":
+        held = "The one check held" if decided.checks == 1 else f"All {decided.checks} checks held in every point"
+        out.append(f"**Verdict: PASS.** {held}.")
+    elif decided.verdict == "NO CHECKS":
+        out.append(
+            "**Verdict: no checks.** The scenario states no assertions (an exploratory run): what was measured follows."
+        )
+    else:
+        out.append(f"**No verdict: the run {summary.get('status')}.** {summary.get('reason') or ''}".rstrip())
+    if decided.verdict in ("PASS", "FAIL", "NOT VALID", "NO CHECKS"):
         consistency = summary.get("consistency")
         if consistency is not None:
             out.append(
@@ -46,8 +56,6 @@ def lines(summary: dict, scenario: dict | None, environment: dict) -> list[str]:
                 if consistency.get("identical")
                 else f"**Data differs** between source and target: {'; '.join(consistency.get('differences') or [])[:300]}"
             )
-    else:
-        out.append(f"**No verdict: the run {summary.get('status')}.** {summary.get('reason') or ''}".rstrip())
     bounds = {b.get("point"): b for b in summary.get("bottlenecks") or []}
     for p in summary.get("points", []):
         lag = _lag_words(p)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
 import pytest
 
 from laglab.scenarios.runner import ScenarioRun
@@ -21,3 +25,51 @@ def scenario_runs(tmp_path):
     for run in made:
         for series in (run._load_series, run._lag_series, run._link_series):
             series.close()
+
+
+# The controller as `laglab` (the CLI) meets it over HTTP: tests/unit/test_cli.py, test_outcome.py.
+class Controller:
+    """Records every request; answers from `routes` ("METHOD /path" -> (status, body)), else 404 as the
+    controller does for an unknown route."""
+
+    def __init__(self):
+        self.requests: list[tuple[str, str, object]] = []
+        self.routes: dict[str, tuple[int, object]] = {}
+        self.answering = threading.Event()  # cleared: requests are taken and held unanswered
+        self.answering.set()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length)) if length else None
+                outer.requests.append((self.command, self.path, body))
+                outer.answering.wait(60)
+                key = f"{self.command} {self.path.split('?')[0]}"
+                code, answer = outer.routes.get(key, (404, {"error": f"no route {self.path}", "status": 404}))
+                data = b"" if code == 204 else json.dumps(answer).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_PUT = do_POST = do_DELETE = _answer
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def answer(self, route: str, body=None, status: int = 200) -> None:
+        self.routes[route] = (status, body)
+
+
+@pytest.fixture
+def controller():
+    c = Controller()
+    yield c
+    c.server.shutdown()
+    c.server.server_close()

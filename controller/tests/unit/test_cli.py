@@ -12,9 +12,7 @@ import shlex
 import signal
 import subprocess
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import click
@@ -31,53 +29,6 @@ from ..polling import wait_until
 SAMPLE = {"time": "2026-11-25T18:00:00.123456Z", "epoch": 1.0, "status": "ok", "reason": None, "replica": "mysql-target",
           "lag_seconds": 0.25, "lag_error_seconds": 0.001, "applier_lag_seconds": 0.002, "transit_seconds": 0.1,
           "io_running": "Yes", "sql_running": "Yes"}  # fmt: skip
-
-
-class Controller:
-    """Records every request; answers from `routes` ("METHOD /path" -> (status, body)), else 404 as the
-    controller does for an unknown route."""
-
-    def __init__(self):
-        self.requests: list[tuple[str, str, object]] = []
-        self.routes: dict[str, tuple[int, object]] = {}
-        self.answering = threading.Event()  # cleared: requests are taken and held unanswered
-        self.answering.set()
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _answer(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length)) if length else None
-                outer.requests.append((self.command, self.path, body))
-                outer.answering.wait(60)
-                key = f"{self.command} {self.path.split('?')[0]}"
-                code, answer = outer.routes.get(key, (404, {"error": f"no route {self.path}", "status": 404}))
-                data = b"" if code == 204 else json.dumps(answer).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_GET = do_PUT = do_POST = do_DELETE = _answer
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def answer(self, route: str, body=None, status: int = 200) -> None:
-        self.routes[route] = (status, body)
-
-
-@pytest.fixture
-def controller():
-    c = Controller()
-    yield c
-    c.server.shutdown()
-    c.server.server_close()
 
 
 def laglab(controller, *args):
