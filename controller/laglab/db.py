@@ -14,7 +14,7 @@ import pymysql
 import pymysql.constants.CLIENT
 import pymysql.cursors
 
-from .deadline import poll
+from .deadline import TimedOut, poll
 from .errors import Kind, LabError
 
 SYSTEM_SCHEMAS = ("mysql", "sys", "information_schema", "performance_schema")
@@ -354,12 +354,27 @@ def executed_gtids(conn: pymysql.connections.Connection, dialect: Dialect) -> st
         return cur.fetchone()["gtids"]
 
 
-def wait_executed(conn: pymysql.connections.Connection, dialect: Dialect, gtids: str, timeout: float) -> bool:
+def wait_executed(
+    conn: pymysql.connections.Connection, dialect: Dialect, gtids: str, timeout: float, sleep=None
+) -> bool:
     """Waits (at most `timeout` s, at least 1) until the server of `conn` has executed `gtids`: the one
-    GTID wait of the lab. `conn` needs a read timeout longer than the wait (connect(read_timeout=))."""
-    with conn.cursor() as cur:
-        cur.execute(dialect.wait_for_gtids(), (gtids, max(1, int(timeout))))
-        return bool(cur.fetchone()["done"])
+    GTID wait of the lab. `conn` needs a read timeout longer than the wait (connect(read_timeout=)).
+
+    With `sleep` (a scenario run's: it raises once the run is cancelled), the wait is one-second waits
+    on the server with a call of sleep(0) between them, so a cancelled run is out of it within a second
+    (#52.3: one WAIT_FOR_EXECUTED_GTID_SET of up to 600 s held a deleted run)."""
+
+    def once(seconds: int) -> bool:
+        with conn.cursor() as cur:
+            cur.execute(dialect.wait_for_gtids(), (gtids, seconds))
+            return bool(cur.fetchone()["done"])
+
+    if sleep is None:
+        return once(max(1, int(timeout)))
+    try:
+        return poll(lambda: once(1), max(1.0, timeout), interval=0.0, what="the GTID set", sleep=sleep)
+    except TimedOut:
+        return False
 
 
 def server_version(endpoint: Endpoint) -> str:

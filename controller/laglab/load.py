@@ -162,6 +162,9 @@ class LoadBusy(RuntimeError):
         self.owner = owner
 
 
+STARTING = -1  # a mysqlslap whose PID is not known yet
+
+
 class LoadGenerator:
     """sysbench in the loadgen container: the lab has one, shared by the dashboard's load panel and
     scenario runs, so two loads never run at once. A load is stopped by its own process id (the
@@ -180,6 +183,7 @@ class LoadGenerator:
         self.replay_start: tuple[str, int] | None = None  # (binlog file, position) where a replay began
         self.stopping = False
         self._thread: threading.Thread | None = None
+        self._slaps: dict[str, int | None] = {}  # owner -> the PID of its mysqlslap while it runs
         self._lock = threading.Lock()
         self._kill = kill
         self._cmdline = cmdline or _cmdline
@@ -282,8 +286,12 @@ class LoadGenerator:
         except Exception as error:
             self.error = f"{type(error).__name__}: {error}"
 
-    def mysqlslap(self, target: str, concurrency: int, queries: int, query: str, setup: str | None = None) -> dict:
-        """Runs mysqlslap to completion in loadgen; returns seconds, queries per second, or the error."""
+    def mysqlslap(
+        self, target: str, concurrency: int, queries: int, query: str, setup: str | None = None, owner: str = "panel"
+    ) -> dict:
+        """Runs mysqlslap to completion in loadgen; returns seconds, queries per second, or the error.
+        While it runs, stop_mysqlslap(owner) ends it (a cancelled run's cleanup: #52.3, it ran on in
+        loadgen after the run had ended)."""
         s = self.settings
         if setup:
             try:
@@ -291,12 +299,46 @@ class LoadGenerator:
             except pymysql.MySQLError as error:
                 return {"error": f"setup: {error}"[:300]}
         self.write_options()
-        code, out = self.platform.exec("loadgen", mysqlslap_argv(target, s.LAB_DATABASE, concurrency, queries, query))
-        text = out.decode(errors="replace")
-        seconds = parse_mysqlslap(text)
-        if code != 0 or seconds is None:
-            return {"error": text.strip()[-300:] or f"mysqlslap exit {code}"}
+        argv = mysqlslap_argv(target, s.LAB_DATABASE, concurrency, queries, query)
+        with self._lock:
+            self._slaps[owner] = STARTING
+        try:
+            execution = self.platform.exec_stream("loadgen", argv)
+            pid = execution.pid()
+            with self._lock:
+                stopped = owner not in self._slaps  # stop_mysqlslap came while it started
+                if not stopped:
+                    self._slaps[owner] = pid
+            if stopped:
+                self._terminate_mysqlslap(pid)
+            text = b"".join(execution.chunks()).decode(errors="replace")
+        finally:
+            with self._lock:
+                self._slaps.pop(owner, None)
+        seconds = parse_mysqlslap(text)  # its benchmark summary, printed once all its queries ran
+        if seconds is None:
+            return {"error": text.strip()[-300:] or "mysqlslap ended without its summary"}
         return {"seconds": seconds, "qps": round(queries / seconds, 2) if seconds else None}
+
+    def stop_mysqlslap(self, owner: str) -> bool:
+        """SIGTERM to `owner`'s mysqlslap, by its own PID (a recycled one is left alone); where the
+        controller cannot see loadgen's processes (Kubernetes), pkill in loadgen. True when one ran."""
+        with self._lock:
+            if owner not in self._slaps:
+                return False
+            pid = self._slaps.pop(owner)
+        if pid != STARTING:  # else mysqlslap() ends it as soon as it knows its PID
+            self._terminate_mysqlslap(pid)
+        return True
+
+    def _terminate_mysqlslap(self, pid: int | None) -> None:
+        if pid is None:
+            self.platform.exec("loadgen", ["pkill", "-TERM", "-x", "mysqlslap"])
+        elif "mysqlslap" in self._cmdline(pid):
+            try:
+                self._kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
 
     def wait(self, timeout: float | None = None) -> None:
         if self._thread:

@@ -128,8 +128,9 @@ class Replicator:
     def __init__(self, parts: Parts):
         self.parts = parts
 
-    def prepare(self, data: Profile) -> None:
-        """Once per run, before this kind's first point: the data set (sysbench's tables and rows)."""
+    def prepare(self, data: Profile, sleep: Sleep = time.sleep) -> None:
+        """Once per run, before this kind's first point: the data set (sysbench's tables and rows). Its
+        waits sleep through `sleep` (a run's: it raises once the run is cancelled)."""
 
     def apply(self, plan: ReplicatorPlan, sleep: Sleep = time.sleep) -> None:
         """The point's options (and a start, for kinds that are started)."""
@@ -160,7 +161,7 @@ class SourceToTarget(Replicator):
     """Kinds that read mysql-source's binary log: the load writes there, the lag recorder measures them,
     the data set is prepared there once per run."""
 
-    def prepare(self, data: Profile) -> None:
+    def prepare(self, data: Profile, sleep: Sleep = time.sleep) -> None:
         """sysbench prepare once per data set: kept when every table already holds the asked rows."""
         tables, rows = data.tables, data.rows
         database = self.parts.settings.LAB_DATABASE
@@ -180,15 +181,16 @@ class SourceToTarget(Replicator):
             conn.close()
         if not ready:
             self.parts.load.prepare(data)
-            self.wait_caught_up(600)
+            self.wait_caught_up(600, sleep=sleep)
 
-    def source_caught_up(self, timeout: float) -> bool:
-        """The target has executed the source's executed set (the lab's one GTID wait, db.wait_executed)."""
+    def source_caught_up(self, timeout: float, sleep: Sleep | None = None) -> bool:
+        """The target has executed the source's executed set (the lab's one GTID wait, db.wait_executed;
+        with `sleep`, in one-second waits that a cancelled run leaves)."""
         src = connect(self.parts.source, timeout=5)
-        dst = connect(self.parts.target, timeout=5, read_timeout=timeout + 30)
+        dst = connect(self.parts.target, timeout=5, read_timeout=(30 if sleep else timeout + 30))
         try:
             dialect = server_dialect(src)
-            return wait_executed(dst, dialect, executed_gtids(src, dialect), timeout)
+            return wait_executed(dst, dialect, executed_gtids(src, dialect), timeout, sleep=sleep)
         finally:
             src.close()
             dst.close()

@@ -335,7 +335,7 @@ class Native(SourceToTarget):
         self._network((r.compression, r.zstd_level, r.ssl, r.binlog_transaction_compression))
 
     def wait_caught_up(self, timeout: float, sleep: Sleep = time.sleep) -> None:
-        if not self.source_caught_up(timeout):
+        if not self.source_caught_up(timeout, sleep=sleep):
             raise RuntimeError(f"the replica did not catch up within {timeout:g}s")
 
     def consistency(self) -> dict:

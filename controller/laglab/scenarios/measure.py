@@ -7,6 +7,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from ..deadline import poll
 from ..platforms import PlatformError
 from ..results import iso
 from ..shaping import verify
@@ -123,11 +124,14 @@ class LoadPhase:
         plan, load = self.plan, self.lab.load
         if plan.tool == "none":
             load.error = None
-            time.sleep(plan.seconds)
+            try:
+                self.sleep(plan.seconds)  # the run's sleep: a cancelled run ends it at once
+            except Exception:  # the run was interrupted (its own wait raises too)
+                return
         elif plan.tool == "mysqlslap":
             # mysqlslap runs its queries once; the point's load row is its throughput, `seconds` its time.
             load.error = None
-            result = load.mysqlslap(plan.target, plan.threads, plan.queries, plan.query, plan.setup)
+            result = load.mysqlslap(plan.target, plan.threads, plan.queries, plan.query, plan.setup, owner=self.owner)
             if "error" in result:
                 load.error = result["error"]
                 return
@@ -135,22 +139,38 @@ class LoadPhase:
             self._keep(window, {"time": iso(now), "epoch": round(now, 3), "elapsed_s": result["seconds"],
                                 "threads": plan.threads, "tps": result["qps"], "qps": result["qps"]})  # fmt: skip
         else:
-            started = time.time()
-            deadline = started + plan.seconds
-            while True:
-                offset = round(time.time() - started)
+            started = time.monotonic()
 
-                def keep(row, offset=offset):
+            def left() -> float:
+                return plan.seconds - (time.monotonic() - started)
+
+            def one_load() -> bool:
+                """sysbench for what is left of the window; False: start it again (load.reconnect: the
+                server dropped it, and more than 2 s are left)."""
+                offset = round(time.monotonic() - started)
+
+                def keep(row):
                     self._keep(window, {**row, "elapsed_s": row["elapsed_s"] + offset})
 
-                load.start(plan.profile, max(1, round(deadline - time.time())), on_row=keep, owner=self.owner)
+                load.start(plan.profile, max(1, round(left())), on_row=keep, owner=self.owner)
                 load.wait()
-                if not (plan.reconnect and load.error and not load.stopping and deadline - time.time() > 2):
-                    break
-                window.load_restarts += 1
+                again = bool(plan.reconnect and load.error and not load.stopping and left() > 2)
+                window.load_restarts += again
+                return not again
+
+            interrupted = []
+
+            def between_tries(seconds: float) -> None:  # the server is still down: again in a second
                 try:
-                    self.sleep(1.0)  # the server is still down: try again in a second
-                except Exception:  # the run was interrupted
-                    break
+                    self.sleep(seconds)
+                except Exception:  # the run's sleep raises once it is cancelled
+                    interrupted.append(True)
+                    raise
+
+            try:
+                poll(one_load, plan.seconds + 60, interval=1.0, what="the load", sleep=between_tries)
+            except Exception:
+                if not interrupted:
+                    raise
             if plan.reconnect and window.load_restarts and load.error and "connect" in load.error.lower():
                 load.error = None  # the last try found the server still down as the window closed

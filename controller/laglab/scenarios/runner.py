@@ -264,7 +264,7 @@ class ScenarioRun:
             self.replicators[kind] = for_kind(kind, self.lab)
             self.replicator = self.replicators[kind]
             self._check(f"preparing data for {kind}")
-            self.replicator.prepare(plan.data)
+            self.replicator.prepare(plan.data, sleep=self._sleep)
         self.replicator = self.replicators[kind]
         return self.replicator
 
@@ -412,6 +412,7 @@ class ScenarioRun:
         load = self.lab.load
         if load.running and load.owner == self.id:
             load.stop(wait=15)
+        load.stop_mysqlslap(self.id)  # a mysqlslap point's exec, which no wait of the run holds
 
 
 def worker_pids(lab) -> list[int]:

@@ -86,7 +86,7 @@ def lab_changes(api) -> list[str]:
     found += [f"partition {p['a']} / {p['b']}" for p in api.get("/api/partitions").json()["partitions"]]
     found += [f"fault {f['action']} on {f['service']} ({f['id']})" for f in api.get("/api/faults").json()["active"]]
     runs = api.get("/api/runs").json()["runs"]
-    found += [f"run {r['id']} {r['status']}" for r in runs if r["status"] in ("pending", "running")]
+    found += [f"run {r['id']} {r['status']} ({r['step']})" for r in runs if r["step"] != "done"]  # cleanup too
     if (load := api.get("/api/load").json())["running"]:
         found.append(f"load of {load['owner']}")
     return found
@@ -97,8 +97,7 @@ def undo_lab_changes(api) -> None:
     for run in api.get("/api/runs").json()["runs"]:
         if run["status"] in ("pending", "running"):
             api.delete(f"/api/runs/{run['id']}")
-    wait_until(lambda: not [r for r in api.get("/api/runs").json()["runs"] if r["status"] in ("pending", "running")],
-               180, 1, "the runs to end")  # fmt: skip
+    wait_until(lambda: all(r["step"] == "done" for r in api.get("/api/runs").json()["runs"]), 180, 1, "the runs to end")
     if api.get("/api/load").json()["running"]:
         api.delete("/api/load")
         wait_until(lambda: not api.get("/api/load").json()["running"], 60, 0.5, "the panel's load to stop")

@@ -301,6 +301,9 @@ class IdleLoad:
 
     running, owner, error = False, None, None
 
+    def stop_mysqlslap(self, owner: str) -> bool:
+        return False  # as LoadGenerator answers when no mysqlslap of `owner` runs
+
 
 class RunLab:
     """What a ScenarioRun uses of the lab, for unit tests: the shaping given (shaping_manager's), an idle

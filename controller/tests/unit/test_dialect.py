@@ -92,6 +92,50 @@ def test_the_one_gtid_wait():
     assert cursor.ran == [("SELECT MASTER_GTID_WAIT(%s, %s) = 0 AS done", ("0-1-5", 30))]
 
 
+def test_a_runs_gtid_wait_is_one_second_waits_that_a_cancel_ends():
+    """#52.3: with a run's sleep, the wait is WAIT_FOR_EXECUTED_GTID_SET(gtids, 1) again and again, the
+    sleep called between (it raises once the run is cancelled). The server's answers as the manual gives
+    them: 0 once the set is executed, 1 when the timeout passed first (the SQL's `= 0` makes them done)."""
+    from laglab.db import Dialect, wait_executed
+
+    class Server:
+        def __init__(self, executed_after: int):
+            self.calls, self.executed_after = [], executed_after
+
+        def cursor(self):
+            return self
+
+        def execute(self, sql, args):
+            self.calls.append(args)
+
+        def fetchone(self):
+            return {"done": int(len(self.calls) > self.executed_after)}
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    class Cancelled(Exception):
+        pass
+
+    slept = []
+
+    def cancelled_at_the_third(seconds):
+        slept.append(seconds)
+        if len(slept) == 3:
+            raise Cancelled
+
+    server = Server(executed_after=10**6)
+    with pytest.raises(Cancelled):
+        wait_executed(server, Dialect.from_version("9.7.4"), "uuid:1-5", 600, sleep=cancelled_at_the_third)
+    assert server.calls == [("uuid:1-5", 1)] * 3 and slept == [0.0, 0.0, 0.0]
+    server, slept[:] = Server(executed_after=1), []
+    assert wait_executed(server, Dialect.from_version("9.7.4"), "uuid:1-5", 600, sleep=lambda s: None) is True
+    assert server.calls == [("uuid:1-5", 1)] * 2
+
+
 def test_the_replica_retries_a_lost_source_for_a_day():
     """Found by source-crash-under-load: MySQL's retry count (10) at the lab's 1 s interval stopped the
     receiver for good after a source was down for more than 10 s."""

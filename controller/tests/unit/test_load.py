@@ -135,6 +135,35 @@ def test_a_recycled_pid_is_never_signalled(generator):
     assert generator.killed == []
 
 
+def test_a_runs_mysqlslap_is_stopped_by_its_own_pid(generator):
+    """#52.3: a mysqlslap point was one exec nothing could stop, and a deleted run left it running in
+    loadgen. It is stopped as sysbench is, by its own PID, and gives no figure (mysqlslap prints its
+    benchmark summary only once all its queries ran: parse_mysqlslap)."""
+    generator.commands[4242] = "mysqlslap --defaults-extra-file=/run/laglab/client.cnf --concurrency=8"
+    api = generator.platform.client.api
+    running = threading.Event()
+
+    def exec_start(exec_id, stream=False):
+        def output():
+            running.set()
+            api.done.wait(10)  # until SIGTERM (the fixture's kill sets it)
+            yield b""
+
+        return output()
+
+    api.exec_start = exec_start
+    result: dict = {}
+    slap = threading.Thread(target=lambda: result.update(generator.mysqlslap("mysql-source", 8, 500, "SELECT 1", owner="run-1")))  # fmt: skip
+    slap.start()
+    assert running.wait(5)
+    assert generator.stop_mysqlslap("panel") is False  # another owner's: nothing of it runs
+    assert generator.stop_mysqlslap("run-1") is True
+    slap.join(5)
+    assert generator.killed == [(4242, signal.SIGTERM)] and not slap.is_alive()
+    assert result == {"error": "mysqlslap ended without its summary"}
+    assert generator.stop_mysqlslap("run-1") is False  # over: nothing left to stop
+
+
 def test_a_second_load_is_refused_naming_the_owner(generator):
     generator.start(Profile(), 30, owner="20260101T000000Z-x")
     with pytest.raises(LoadBusy, match="started by 20260101T000000Z-x"):

@@ -1,0 +1,80 @@
+"""The point's load (scenarios/measure.LoadPhase._load) through the run's sleep: `load.reconnect`
+starts sysbench again, a second apart, while the server keeps dropping it (#52.3: one wait helper,
+deadline.poll, in place of a hand-written deadline loop), and a cancelled run's sleep ends it.
+
+The load generator here answers as LoadGenerator does: start() runs one sysbench, wait() returns when
+it ended, and `error` is its FATAL line. A sysbench that loses its server ends with sysbench's own
+driver message (src/drivers/mysql/drv_mysql.c: "unable to connect to MySQL server on host '%s', port
+%u, aborting..."), logged with the FATAL prefix that LoadGenerator._follow keeps."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from laglab.scenarios.measure import LoadPhase, Window
+from laglab.scenarios.spec import load_text
+
+LOST = "FATAL: unable to connect to MySQL server on host 'mysql-source', port 3306, aborting..."
+
+
+class DroppedLoad:
+    """sysbench whose first `drops` runs lose the server."""
+
+    def __init__(self, drops: int):
+        self.drops, self.starts = drops, []
+        self.error, self.stopping = None, False
+
+    def start(self, profile, seconds, on_row=None, owner="panel"):
+        self.starts.append((seconds, owner))
+        self.error = LOST if len(self.starts) <= self.drops else None
+        if on_row is not None and self.error is None:
+            on_row({"elapsed_s": 1, "tps": 10.0, "qps": 40.0})
+
+    def wait(self, timeout=None):
+        return None
+
+
+def phase(load, sleep, reconnect=True) -> LoadPhase:
+    text = f"name: x\nload: {{rate: 10, duration: 60s, reconnect: {str(reconnect).lower()}}}\nwarmup: 0s\n"
+    plan = load_text(text).points[0].plan().load
+    return LoadPhase(SimpleNamespace(load=load), plan, 1, "run-1", [], sleep)
+
+
+def test_a_dropped_sysbench_is_started_again_a_second_later_and_each_restart_counted():
+    load, slept = DroppedLoad(drops=2), []
+    window = Window(load_start=0.0)
+    phase(load, slept.append)._load(window)
+    assert len(load.starts) == 3 and slept == [1.0, 1.0] and window.load_restarts == 2
+    assert all(owner == "run-1" and 58 <= seconds <= 60 for seconds, owner in load.starts), load.starts
+    assert load.error is None and window.load_rows[0]["point"] == 1
+
+
+def test_without_reconnect_a_dropped_sysbench_is_the_points_load_error():
+    load, slept = DroppedLoad(drops=1), []
+    window = Window(load_start=0.0)
+    phase(load, slept.append, reconnect=False)._load(window)
+    assert len(load.starts) == 1 and slept == [] and load.error == LOST and window.load_restarts == 0
+
+
+def test_a_cancelled_run_ends_the_retries():
+    class Interrupted(Exception):
+        pass
+
+    def cancelled(seconds):
+        raise Interrupted
+
+    load = DroppedLoad(drops=5)
+    window = Window(load_start=0.0)
+    phase(load, cancelled)._load(window)  # the load's thread ends; the run's own wait raises
+    assert len(load.starts) == 1 and window.load_restarts == 1
+
+
+def test_a_failure_of_the_load_itself_is_not_taken_for_a_cancel():
+    class Broken(DroppedLoad):
+        def start(self, *args, **kwargs):
+            raise RuntimeError("loadgen could not write its option files")
+
+    with pytest.raises(RuntimeError, match="option files"):
+        phase(Broken(0), lambda s: None)._load(Window(load_start=0.0))
