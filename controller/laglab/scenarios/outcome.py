@@ -128,7 +128,7 @@ def run_outcome(summary: dict) -> Outcome:
     return of_run(
         str(summary.get("status") or "unknown"),
         summary.get("reason"),
-        summary.get("points") or summary.get("summary") or [],
+        points if isinstance(points := summary.get("points"), list) else summary.get("summary") or [],
         consistency,
         summary.get("knees") or [],
     )

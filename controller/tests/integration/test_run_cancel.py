@@ -51,8 +51,9 @@ def cancelled_within_2_s(api, compose, run_id: str, waiting: str) -> None:
 
 
 @pytest.fixture
-def held_replica(target):
-    """A replica that applies nothing for an hour: the catch-up waits for good."""
+def held_replica(api, target):
+    """A replica that applies nothing for an hour: the catch-up waits for good. Put back after any run
+    has ended (a run still going would race the delay's STOP/CHANGE/START with its own)."""
     dialect = server_dialect(target)
 
     def delay(seconds: int) -> None:
@@ -64,11 +65,17 @@ def held_replica(target):
     try:
         yield
     finally:
+        for run in api.get("/api/runs").json()["runs"]:
+            if run["step"] != "done":
+                api.delete(f"/api/runs/{run['id']}")
+        wait_until(
+            lambda: all(r["step"] == "done" for r in api.get("/api/runs").json()["runs"]), 180, 0.5, "runs to end"
+        )
         delay(0)
 
 
 def test_a_run_cancelled_in_the_catch_up_ends_at_once(api, compose, source, held_replica):
-    query(source, "CREATE TABLE IF NOT EXISTS lab.it_cancel (id INT PRIMARY KEY)")  # something to wait for
+    query(source, "DROP TABLE IF EXISTS lab.it_cancel")  # something for the replica to wait for
     run_id = start(api, "name: cancel-catch-up\nload: {rate: 10, duration: 30s}\nwarmup: 0s\n")
     # The first point waits for the replica in its catch-up, or in the data set's preparation (when the
     # sysbench tables had to be made first: their exec ends by itself, then the same wait).

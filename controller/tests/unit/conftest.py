@@ -36,6 +36,7 @@ class Controller:
         self.requests: list[tuple[str, str, object]] = []
         self.routes: dict[str, tuple[int, object]] = {}
         self.answering = threading.Event()  # cleared: requests are taken and held unanswered
+        self.held = 0
         self.answering.set()
         outer = self
 
@@ -44,6 +45,8 @@ class Controller:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length)) if length else None
                 outer.requests.append((self.command, self.path, body))
+                if not outer.answering.is_set():
+                    outer.held += 1  # a request now waiting for its answer
                 outer.answering.wait(60)
                 key = f"{self.command} {self.path.split('?')[0]}"
                 code, answer = outer.routes.get(key, (404, {"error": f"no route {self.path}", "status": 404}))

@@ -211,8 +211,7 @@ def test_ctrl_c_ends_lag_follow_at_once_with_exit_0(controller, state):
             # The sample just printed: it is now in its 0.5 s sleep, unless the next request is held.
             if state == "a request in flight":
                 controller.answering.clear()
-                asked = len(controller.requests)
-                wait_until(lambda: len(controller.requests) > asked, 5, 0.01, "the next request to be held")
+                wait_until(lambda: controller.held, 5, 0.01, "the next request to be held")
             process.send_signal(signal.SIGINT)
             started = time.monotonic()
             code = process.wait(timeout=10)
