@@ -385,8 +385,11 @@ def test_correlated_jitter(manager, backend):
         body = {"delay": "50ms", "jitter": "10ms", "peer": DST, **({"correlation": correlation} if correlation else {})}
         manager.put(SRC, parse_request(body))
         times = ping(SRC, DST, count=200, interval=0.02)["times"]
-        steps[correlation] = statistics.fmean(abs(a - b) for a, b in itertools.pairwise(times))
-    record("correlation", backend, asked=0.9, mean_step_ms=round(steps["90%"], 2),
+        # The median step between neighbours: a busy host delays some pings by scheduler ticks, which
+        # moved the mean step (#51: 4.92 against 7.26 uncorrelated, with a core kept busy) and hardly
+        # the median.
+        steps[correlation] = statistics.median(abs(a - b) for a, b in itertools.pairwise(times))
+    record("correlation", backend, asked=0.9, median_step_ms=round(steps["90%"], 2),
            uncorrelated_step_ms=round(steps[None], 2))  # fmt: skip
     if backend == "userspace":
         assert steps["90%"] < 0.6 * steps[None], steps
