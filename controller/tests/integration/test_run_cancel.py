@@ -37,8 +37,9 @@ def start(api, scenario: str) -> str:
     return answer.json()["id"]
 
 
-def cancelled_within_2_s(api, compose, run_id: str, waiting: str) -> None:
-    """DELETE, then within 2 s: the run out of the step it waited in, nothing of its load in loadgen."""
+def cancelled_within_2_s(api, compose, run_id: str, waiting: str) -> dict:
+    """DELETE, then within 2 s (wait_until fails the test after that): the run out of the step it
+    waited in, nothing of its load in loadgen; returns the run as it was then."""
     assert api.delete(f"/api/runs/{run_id}").status_code == 202
 
     def over():
@@ -46,8 +47,8 @@ def cancelled_within_2_s(api, compose, run_id: str, waiting: str) -> None:
         return run["step"] != waiting and not loadgen_tools(compose) and run
 
     run = wait_until(over, 2.0, 0.05, f"the run to leave {waiting!r} with no load left in loadgen")
-    assert run["status"] == "interrupted", run
     wait_until(lambda: run_step(api, run_id)["step"] == "done", 120, 0.5, "the run's cleanup to end")
+    return run
 
 
 @pytest.fixture
@@ -83,17 +84,22 @@ def test_a_run_cancelled_in_the_catch_up_ends_at_once(api, compose, source, held
         lambda: (r := run_step(api, run_id))["step"] in (CATCH_UP, PREPARING) and not loadgen_tools(compose) and r["step"],
         300, 0.5, "the run to wait for the held replica",
     )  # fmt: skip
-    cancelled_within_2_s(api, compose, run_id, step)
+    run = cancelled_within_2_s(api, compose, run_id, step)
+    assert run["status"] == "interrupted" and run["step"] != step, run
 
 
 def test_a_run_cancelled_in_a_sysbench_point_stops_its_sysbench(api, compose):
     run_id = start(api, "name: cancel-sysbench\nload: {rate: 20, duration: 120s}\nwarmup: 0s\n")
     wait_until(lambda: run_step(api, run_id)["step"] == "load (measuring)" and "sysbench" in loadgen_tools(compose),
                300, 0.5, "sysbench to run")  # fmt: skip
-    cancelled_within_2_s(api, compose, run_id, "load (measuring)")
+    run = cancelled_within_2_s(api, compose, run_id, "load (measuring)")
+    assert run["status"] == "interrupted" and run["step"] != "load (measuring)", run
+    assert not loadgen_tools(compose)
 
 
 def test_a_run_cancelled_in_a_mysqlslap_point_stops_its_mysqlslap(api, compose):
     run_id = start(api, "name: cancel-mysqlslap\nload: {tool: mysqlslap, threads: 2, queries: 1000000}\nwarmup: 0s\n")
     wait_until(lambda: "mysqlslap" in loadgen_tools(compose), 300, 0.5, "mysqlslap to run")
-    cancelled_within_2_s(api, compose, run_id, "load (measuring)")
+    run = cancelled_within_2_s(api, compose, run_id, "load (measuring)")
+    assert run["status"] == "interrupted" and run["step"] != "load (measuring)", run
+    assert not loadgen_tools(compose)

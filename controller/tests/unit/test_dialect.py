@@ -94,8 +94,10 @@ def test_the_one_gtid_wait():
 
 def test_a_runs_gtid_wait_is_one_second_waits_that_a_cancel_ends():
     """#52.3: with a run's sleep, the wait is WAIT_FOR_EXECUTED_GTID_SET(gtids, 1) again and again, the
-    sleep called between (it raises once the run is cancelled). The server's answers as the manual gives
-    them: 0 once the set is executed, 1 when the timeout passed first (the SQL's `= 0` makes them done)."""
+    sleep called between (it raises once the run is cancelled). The server's answers as the MySQL 8.4
+    Reference Manual gives them (14.18.2 "Functions Used with GTIDs", WAIT_FOR_EXECUTED_GTID_SET: 0
+    once the set is executed, 1 when the timeout passed first; MariaDB's MASTER_GTID_WAIT: 0 or -1),
+    and the SQL's `= 0` makes them `done`."""
     from laglab.db import Dialect, wait_executed
 
     class Server:
