@@ -16,14 +16,14 @@ import sys
 
 import pymysql
 
-from .config import ConfigError
+from laglab.config import ConfigError
 
 
 def serve() -> int:
     from waitress import serve as waitress_serve
 
-    from .api.parts import lab_of
-    from .app import MAX_BODY_BYTES, create_app, shutdown
+    from laglab.api.parts import lab_of
+    from laglab.app import MAX_BODY_BYTES, create_app, shutdown
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     # A request waits for the GIL while a recorder thread computes: up to the switch interval (5 ms by
@@ -56,8 +56,8 @@ def serve() -> int:
 
 def job(args) -> int:
     """A set-up job: its last line says what it did or what went wrong (make up prints it)."""
-    from . import config
-    from .replicators import CLUSTERS, native, setup_job
+    from laglab import config
+    from laglab.replicators import CLUSTERS, native, setup_job
 
     prefix = "replication-setup" if args.command == "semi-sync" or args.kind == "native" else "cluster-setup"
     try:

@@ -3,31 +3,36 @@ uses them (laglab/lab.py holds them)."""
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from pathlib import Path
 
 from flask import Flask
 
-from . import config, errors, platforms
-from .api import BLUEPRINTS, access, parts
-from .api.parts import lab_of
-from .captures import Captures
-from .cluster_lag import ClusterWatch
-from .counters import Counters
-from .db import lab_endpoints
-from .events import Events
-from .executor import Executor
-from .faults import FaultManager
-from .lab import Lab
-from .lag import LagRecorder
-from .load import LoadGenerator
-from .pod_counters import PodCounters
-from .recovery import Restart
-from .results import Run
-from .scenarios import orphan
-from .shaping import backends
-from .shaping.manager import ShapingManager
+from laglab import config, errors, platforms
+from laglab.api import BLUEPRINTS, access, parts
+from laglab.api.parts import lab_of
+from laglab.deadline import WALL
+from laglab.faults import FaultManager
+from laglab.lab import Lab
+from laglab.load.generator import LoadGenerator
+from laglab.measurement.captures import Captures
+from laglab.measurement.cluster_lag import ClusterWatch
+from laglab.measurement.counters import Counters
+from laglab.measurement.lag import LagRecorder
+from laglab.measurement.pod_counters import PodCounters
+from laglab.measurement.results import Run
+from laglab.replicators.base import Parts
+from laglab.replicators.db import lab_endpoints
+from laglab.scenarios.run import measure, orphan
+from laglab.scenarios.run.environment import Environment
+from laglab.scenarios.run.parts import RunParts
+from laglab.shaping import backends
+from laglab.shaping.executor import Executor
+from laglab.shaping.manager import ShapingManager
+from laglab.state.events import Events
+from laglab.state.recovery import Restart
 
 MAX_BODY_BYTES = 1 << 20
 
@@ -73,16 +78,21 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
         lab.load = LoadGenerator(platform, settings)
         lab.faults = FaultManager(platform, events=lab.events, state_path=lab.state_dir / "faults.json")
         lab.captures = Captures(platform, executor, lab.shaping, app.config["RESULTS_DIR"])
-        # What a controller that died left (recovery.py): shaping reloaded less what expired, faults
+        # What a controller that died left (state/recovery.py): shaping reloaded less what expired, faults
         # undone or re-armed, an orphaned run ended; all of it on /api/health's `restart`.
         lab.restart = Restart()
         lab.shaping.start(restart=lab.restart)
         lab.faults.recover(lab.restart)
-        from .replicators import for_kind
+        from laglab.replicators import for_kind
 
         orphan.recover(
             orphan.Parts(
-                lab.state_dir, platform, executor, lab.shaping, lab.problems, lambda kind: for_kind(kind, lab)
+                lab.state_dir,
+                platform,
+                executor,
+                lab.shaping,
+                lab.problems,
+                lambda kind: for_kind(kind, kind_parts(lab)),
             ),
             lab.restart,
         )
@@ -90,13 +100,14 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
             lab.counters = Counters(platform, executor, lab.run) if hosted else PodCounters(platform, lab.run)
             lab.counters.start()
         if lab.recorder is not None:
-            from .replicators import CLUSTERS
+            from laglab.replicators import CLUSTERS
 
             lab.clusters = ClusterWatch(
                 platform, settings, lab.recorder.series, CLUSTERS, lab.recorder.interval, settings.LAG_WINDOW_SECONDS,
                 follow=lab.recorder.follow,
             )  # fmt: skip
             lab.clusters.start()
+            lab.run_parts = run_parts(lab, platform, executor, backend)
     app.extensions[parts.KEY] = lab
 
     allowed_hosts = {"127.0.0.1", "localhost", "::1", "controller", settings.CONTROLLER_BIND}
@@ -110,6 +121,27 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
     for blueprint in BLUEPRINTS:
         app.register_blueprint(blueprint)
     return app
+
+
+def kind_parts(lab: Lab) -> Parts:
+    """What a replicator kind may use of the lab (replicators/base.py), nothing else."""
+    return Parts(lab.settings, lab.source, lab.target, lab.platform, lab.recorder, lab.load)
+
+
+def run_parts(lab: Lab, platform, executor: Executor, backend) -> RunParts:
+    """What every scenario run drives (scenarios/run/parts.py), from the parts built above."""
+    from laglab.replicators import for_kind
+
+    described = Environment(
+        platform, executor, (lab.source, lab.target), backend.name, lab.netem_available, lab.recorder.interval
+    )
+    return RunParts(
+        shaping=lab.shaping, faults=lab.faults, captures=lab.captures, load=lab.load, events=lab.events,
+        problems=lab.problems, platform=platform, executor=executor, lag=lab.recorder.feed,
+        links=lab.counters.feed, nodes=lab.clusters.feed, kinds=lambda kind: for_kind(kind, kind_parts(lab)),
+        describe=described.describe, verify=functools.partial(measure.verify_link, platform, executor),
+        workers=functools.partial(backends.helper_pids, backend), state_dir=lab.state_dir, clock=WALL,
+    )  # fmt: skip
 
 
 def shutdown(app: Flask, clear_kernel: bool, run_grace: float = 20.0) -> None:

@@ -140,7 +140,7 @@ def _segments(name: str, value: str) -> str:
 def _tcp_buffer(name: str, value: str) -> str:
     """net.ipv4.tcp_wmem / tcp_rmem as sysctl writes them ('min default max'; sizes may carry KiB, MiB),
     normalised to bytes; empty: the host's own values."""
-    from .tcp_buffers import BufferError, parse, text  # standard library only
+    from laglab.shaping.tcp_buffers import BufferError, parse, text  # standard library only
 
     if not value.strip():
         return ""

@@ -85,7 +85,7 @@ def init_app(app) -> None:
         # werkzeug's own headers matter: a 405 must say which methods are allowed (Allow, RFC 9110).
         headers = {k: v for k, v in error.get_headers() if k.lower() != "content-type"}
         if error.code == 413:
-            from .limits import BODY_BYTES
+            from laglab.limits import BODY_BYTES
 
             return error_response(413, f"body: larger than {BODY_BYTES} bytes (limit body)", headers)
         return error_response(error.code or 500, error.description or error.name, headers)

@@ -9,24 +9,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from . import config
-from .db import Endpoint
-from .events import Events
-from .problems import Problems
+from laglab import config
+from laglab.replicators.db import Endpoint
+from laglab.state.events import Events
+from laglab.state.problems import Problems
 
 if TYPE_CHECKING:
-    from . import platforms
-    from .captures import Captures
-    from .cluster_lag import ClusterWatch
-    from .counters import Counters
-    from .executor import Executor
-    from .faults import FaultManager
-    from .lag import LagRecorder
-    from .load import LoadGenerator
-    from .pod_counters import PodCounters
-    from .recovery import Restart
-    from .results import Run
-    from .shaping.manager import ShapingManager
+    from laglab import platforms
+    from laglab.faults import FaultManager
+    from laglab.load.generator import LoadGenerator
+    from laglab.measurement.captures import Captures
+    from laglab.measurement.cluster_lag import ClusterWatch
+    from laglab.measurement.counters import Counters
+    from laglab.measurement.lag import LagRecorder
+    from laglab.measurement.pod_counters import PodCounters
+    from laglab.measurement.results import Run
+    from laglab.scenarios.run.parts import RunParts
+    from laglab.shaping.executor import Executor
+    from laglab.shaping.manager import ShapingManager
+    from laglab.state.recovery import Restart
 
 
 class ScenarioRunning(Protocol):
@@ -70,7 +71,8 @@ class Lab:
     captures: Captures | None = None  # packet captures of links (tcpdump in the namespaces)
     netem_available: bool | None = None
     state_dir: Path | None = None  # shaping.json, faults.json, run.json, api-token: what outlives a crash
-    restart: Restart | None = None  # what the start found and put right (recovery.py), on /api/health
+    run_parts: RunParts | None = None  # what a scenario run drives (built with the recorder and shaping)
+    restart: Restart | None = None  # what the start found and put right (state/recovery.py), on /api/health
     token_origin: str = ""
     checks: dict[str, threading.Lock] = field(
         default_factory=dict

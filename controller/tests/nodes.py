@@ -3,7 +3,7 @@ namespace with a bridge, the two joined by a VXLAN link over an underlay veth (a
 Calico's VXLAN joins real nodes; one L2 over it, the pods' MTU lowered by the encapsulation), and each
 "pod" a namespace with a veth on its node's bridge, held by a sleeping process whose PID the shaper
 enters. A fake API server (tests/unit/fake_kube.py) lists the pods with their node; a shaper per node
-(laglab.node_shaper, the real one) reads the desired state from its ConfigMap, which the controller's
+(laglab.shaping.node_shaper, the real one) reads the desired state from its ConfigMap, which the controller's
 daemonset backend writes. Used on this host's kernel (userspace backend: tests/integration/
 test_node_shaper.py) and in User-mode Linux (kernel backend: tests/kernel/test_nodes.py).
 """
@@ -17,13 +17,13 @@ import subprocess
 import sys
 import threading
 
-from laglab.executor import Executor
-from laglab.node_shaper import NodeShaper
 from laglab.platforms.kube_api import KubeApi
 from laglab.platforms.kubernetes import KubernetesPlatform
 from laglab.platforms.node import NodePlatform
 from laglab.shaping.daemonset import DaemonSetBackend
+from laglab.shaping.executor import Executor
 from laglab.shaping.manager import ShapingManager
+from laglab.shaping.node_shaper import NodeShaper
 
 from .unit.fake_kube import FakeKube
 

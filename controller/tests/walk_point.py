@@ -15,7 +15,7 @@ import pytest
 
 from tests.unit import test_replicator_plans as t
 
-COLLAPSED = ("shaping/", "executor.py", "hostload.py")
+COLLAPSED = ("shaping/", "measurement/hostload.py")
 calls, stack, climbs, state = [], [], [0], {"inside": False, "hidden": 0}
 
 
@@ -30,11 +30,11 @@ def prof(frame, event, arg):
         state["hidden"] += 1 if event == "call" else -1
         return
     if event == "call":
-        if name == "_run_point" and rel == "scenarios/runner.py":
+        if name == "_run_point" and rel == "scenarios/run/runner.py":
             state["inside"] = True
         if not state["inside"]:
             return
-        if stack and rel == "scenarios/runner.py" and stack[-1] != rel:
+        if stack and rel == "scenarios/run/runner.py" and stack[-1] != rel:
             climbs[0] += 1
         calls.append((rel, name))
         if rel.startswith(COLLAPSED):

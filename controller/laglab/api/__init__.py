@@ -1,6 +1,6 @@
 """HTTP API: one blueprint per resource; openapi.py documents every route (a test keeps them in step)."""
 
-from . import captures, clusters, consistency, dashboard, docs, faults, health, lag, matrix, runs, shaping
+from laglab.api import captures, clusters, consistency, dashboard, docs, faults, health, lag, matrix, runs, shaping
 
 BLUEPRINTS = (
     health.bp,

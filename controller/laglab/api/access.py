@@ -30,9 +30,9 @@ from urllib.parse import urlsplit
 
 from flask import request
 
-from .. import limits
-from ..errors import error_response
-from ..openapi import OPEN_PATHS
+from laglab import limits
+from laglab.api.openapi import OPEN_PATHS
+from laglab.errors import error_response
 
 log = logging.getLogger("laglab.access")
 TOKEN_FILE = "api-token"  # noqa: S105 - a file name, not a secret

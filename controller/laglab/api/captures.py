@@ -5,9 +5,9 @@ from pathlib import Path
 
 from flask import Blueprint, current_app
 
-from ..openapi import operation
-from ..shaping.params import parse_time
-from . import access, models, parts
+from laglab.api import access, models, parts
+from laglab.api.openapi import operation
+from laglab.shaping.params import parse_time
 
 bp = Blueprint("captures", __name__)
 CAPTURE_ID = {"capture_id": {"type": "string", "pattern": r"^[0-9TZ]{16}-[0-9]{1,9}-[A-Za-z0-9_.-]{1,200}$"}}

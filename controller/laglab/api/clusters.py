@@ -2,10 +2,10 @@
 
 from flask import Blueprint
 
-from ..errors import ApiError
-from ..openapi import operation
-from ..replicators import CLUSTERS
-from . import models, parts
+from laglab.api import models, parts
+from laglab.api.openapi import operation
+from laglab.errors import ApiError
+from laglab.replicators import CLUSTERS
 
 bp = Blueprint("clusters", __name__)
 

@@ -5,10 +5,10 @@ import logging
 import pymysql
 from flask import Blueprint
 
-from .. import consistency
-from ..errors import ApiError
-from ..openapi import operation
-from . import models, parts
+from laglab.api import models, parts
+from laglab.api.openapi import operation
+from laglab.errors import ApiError
+from laglab.replicators import consistency
 
 bp = Blueprint("consistency", __name__)
 log = logging.getLogger("laglab")

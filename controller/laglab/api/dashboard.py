@@ -5,11 +5,11 @@ from pathlib import Path
 
 from flask import Blueprint, current_app, send_from_directory
 
-from ..errors import ApiError
-from ..load import LoadBusy, Profile, Replay
-from ..openapi import operation
-from ..replay import speed_words as replay_speed
-from . import models, parts
+from laglab.api import models, parts
+from laglab.api.openapi import operation
+from laglab.errors import ApiError
+from laglab.load.generator import LoadBusy, Profile, Replay
+from laglab.load.replay import speed_words as replay_speed
 
 bp = Blueprint("dashboard", __name__, static_folder="../static", static_url_path="/static")
 

@@ -2,7 +2,7 @@
 
 from flask import Blueprint
 
-from ..openapi import document, operation
+from laglab.api.openapi import document, operation
 
 bp = Blueprint("docs", __name__)
 

@@ -3,10 +3,10 @@ POST/GET /api/partitions, DELETE /api/partitions[/<id>] (heal)."""
 
 from flask import Blueprint
 
-from ..openapi import operation
-from ..shaping.params import parse_ports, parse_time
-from . import models, parts
-from .shaping import manager
+from laglab.api import models, parts
+from laglab.api.openapi import operation
+from laglab.api.shaping import manager
+from laglab.shaping.params import parse_ports, parse_time
 
 bp = Blueprint("faults", __name__)
 FAULT_ID = {"fault_id": {"type": "string", "pattern": r"^f[0-9]{1,9}$"}}

@@ -3,9 +3,9 @@
 
 from flask import Blueprint, Response
 
-from ..metrics import CONTENT_TYPE, render
-from ..openapi import operation
-from . import access, models, parts
+from laglab.api import access, models, parts
+from laglab.api.metrics import CONTENT_TYPE, render
+from laglab.api.openapi import operation
 
 bp = Blueprint("health", __name__)
 

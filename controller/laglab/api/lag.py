@@ -2,10 +2,10 @@
 
 from flask import Blueprint
 
-from ..errors import ApiError
-from ..lag import window
-from ..openapi import operation
-from . import models, parts
+from laglab.api import models, parts
+from laglab.api.openapi import operation
+from laglab.errors import ApiError
+from laglab.measurement.lag import window
 
 bp = Blueprint("lag", __name__)
 

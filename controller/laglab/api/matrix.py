@@ -2,12 +2,12 @@
 
 from flask import Blueprint
 
-from .. import presets
-from ..errors import ApiError
-from ..openapi import operation
-from ..shaping.matrix import Matrix, MatrixError
-from . import models
-from .shaping import manager
+from laglab.api import models
+from laglab.api.openapi import operation
+from laglab.api.shaping import manager
+from laglab.errors import ApiError
+from laglab.shaping import presets
+from laglab.shaping.matrix import Matrix, MatrixError
 
 bp = Blueprint("matrix", __name__)
 

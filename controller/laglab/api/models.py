@@ -1,5 +1,5 @@
 """Request and response bodies of the controller's API, as pydantic models: the same classes validate
-what comes in and generate the OpenAPI document (laglab/openapi.py), so the two cannot disagree.
+what comes in and generate the OpenAPI document (laglab/api/openapi.py), so the two cannot disagree.
 
 Request models forbid unknown fields; a value the model refuses is a 400 naming the field. A value the
 model accepts but the lab cannot use (out of range, against a rule across fields) is a 422.
@@ -12,16 +12,23 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, create_model
 
-from .. import limits
-from ..captures import SNAPLEN, SNAPLEN_RANGE
-from ..faults import ACTIONS
-from ..load import SCRIPTS
-from ..replay import SPEED, WriteProfile
-from ..shaping.impairment import KNOBS
-from ..shaping.matrix import PortItem, integral
-from ..shaping.params import DIRECTIONS, DISTRIBUTIONS, PERCENT_PATTERN, RATE_PATTERN, SERVICE_PATTERN, TIME_PATTERN
-from ..shaping.plan import SEED_MAX
-from ..shaping.ports import MULTIPORT_SLOTS, PROTOCOLS
+from laglab import limits
+from laglab.faults import ACTIONS
+from laglab.load.generator import SCRIPTS
+from laglab.load.replay import SPEED, WriteProfile
+from laglab.measurement.captures import SNAPLEN, SNAPLEN_RANGE
+from laglab.shaping.impairment import KNOBS
+from laglab.shaping.matrix import PortItem, integral
+from laglab.shaping.params import (
+    DIRECTIONS,
+    DISTRIBUTIONS,
+    PERCENT_PATTERN,
+    RATE_PATTERN,
+    SERVICE_PATTERN,
+    TIME_PATTERN,
+)
+from laglab.shaping.plan import SEED_MAX
+from laglab.shaping.ports import MULTIPORT_SLOTS, PROTOCOLS
 
 Service = Annotated[str, Field(pattern=SERVICE_PATTERN, description="a compose service of this lab")]
 Int = Annotated[int, BeforeValidator(integral)]

@@ -10,17 +10,17 @@ from typing import TYPE_CHECKING
 
 from flask import Flask, current_app
 
-from .. import limits
-from ..errors import ApiError
+from laglab import limits
+from laglab.errors import ApiError
 
 if TYPE_CHECKING:
-    from ..captures import Captures
-    from ..faults import FaultManager
-    from ..lab import Lab
-    from ..lag import LagRecorder
-    from ..load import LoadGenerator
-    from ..platforms import Platform
-    from ..shaping.manager import ShapingManager
+    from laglab.faults import FaultManager
+    from laglab.lab import Lab
+    from laglab.load.generator import LoadGenerator
+    from laglab.measurement.captures import Captures
+    from laglab.measurement.lag import LagRecorder
+    from laglab.platforms import Platform
+    from laglab.shaping.manager import ShapingManager
 
 KEY = "laglab"
 
@@ -76,7 +76,7 @@ def platform() -> Platform | None:
 def for_runs() -> Lab:
     """The lab, when it has what a scenario run needs (the recorder and shaping)."""
     the_lab = lab()
-    if the_lab.shaping is None or the_lab.recorder is None:
+    if the_lab.run_parts is None:
         raise ApiError(503, "runs need the lag recorder and shaping, which are not running in this controller")
     return the_lab
 

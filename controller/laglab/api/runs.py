@@ -5,12 +5,13 @@ from pathlib import Path
 
 from flask import Blueprint, current_app
 
-from .. import servers
-from ..errors import ApiError
-from ..openapi import operation
-from ..scenarios.runner import ScenarioRun
-from ..scenarios.spec import ScenarioError, load_text
-from . import access, models, parts
+from laglab.api import access, models, parts
+from laglab.api.openapi import operation
+from laglab.errors import ApiError
+from laglab.replicators import servers
+from laglab.scenarios.plan import load_text
+from laglab.scenarios.run.runner import ScenarioRun
+from laglab.scenarios.schema.scenario import ScenarioError
 
 bp = Blueprint("runs", __name__)
 RUN_ID = {"run_id": {"type": "string"}}
@@ -47,7 +48,7 @@ def start(body: models.RunBody):
             raise ApiError(409, "run: another run is in progress (or still cleaning up); wait for it or DELETE it")
         if the_lab.load is not None and the_lab.load.running:
             raise ApiError(409, "run: the load panel's load is running; DELETE /api/load first")
-        run = ScenarioRun(the_lab, plan, Path(current_app.config["RESULTS_DIR"]), text, seed=body.seed)
+        run = ScenarioRun(the_lab.run_parts, plan, Path(current_app.config["RESULTS_DIR"]), text, seed=body.seed)
         the_lab.runs[run.id] = run
         run.start()
     return run.as_json(), 201

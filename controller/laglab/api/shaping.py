@@ -3,13 +3,13 @@ GET /api/containers, GET /api/links (byte counters)."""
 
 from flask import Blueprint
 
-from ..errors import ApiError
-from ..openapi import operation
-from ..platforms import PlatformError
-from ..platforms.base import measurable
-from ..shaping import present, verify
-from ..shaping.params import SERVICE_PATTERN, parse_request, valid_service
-from . import models, parts
+from laglab.api import models, parts
+from laglab.api.openapi import operation
+from laglab.errors import ApiError
+from laglab.platforms import PlatformError
+from laglab.platforms.base import measurable
+from laglab.shaping import present, verify
+from laglab.shaping.params import SERVICE_PATTERN, parse_request, valid_service
 
 bp = Blueprint("shaping", __name__)
 SERVICE = {"service": {"type": "string", "pattern": SERVICE_PATTERN}}

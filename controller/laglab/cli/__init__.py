@@ -1,4 +1,4 @@
-"""`laglab`: the lab from a terminal, a thin layer over the controller's REST API (laglab.client).
+"""`laglab`: the lab from a terminal, a thin layer over the controller's REST API (laglab.cli.client).
 
 Every command is one or a few API calls; nothing here touches Docker, the kernel or a server itself.
 Human output by default (aligned tables, units); `--json` prints the API's answers for scripts.
@@ -19,15 +19,15 @@ from __future__ import annotations
 
 import click
 
-from .base import EXIT_CODES, Session, main_options
-from .capture import capture, captures
-from .faults import fault, heal, partition
-from .lab import consistency, dashboard, lag, status
-from .load import load
-from .profile import profile_command
-from .runs import report, run, runs
-from .scenario import scenario
-from .shaping import clear, matrix, preset, shape, show, verify
+from laglab.cli.base import EXIT_CODES, Session, main_options
+from laglab.cli.capture import capture, captures
+from laglab.cli.faults import fault, heal, partition
+from laglab.cli.lab import consistency, dashboard, lag, status
+from laglab.cli.load import load
+from laglab.cli.profile import profile_command
+from laglab.cli.runs import report, run, runs
+from laglab.cli.scenario import scenario
+from laglab.cli.shaping import clear, matrix, preset, shape, show, verify
 
 __all__ = ["EXIT_CODES", "cli", "main"]
 

@@ -1,5 +1,5 @@
 """python -m laglab.cli: the `laglab` command (./laglab at the repository root)."""
 
-from . import main
+from laglab.cli import main
 
 main()

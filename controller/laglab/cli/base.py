@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
-from .. import config
-from ..client import Client, Response
+from laglab import config
+from laglab.cli.client import Client, Response
 
 
 class TimeType(click.ParamType):
@@ -21,7 +21,7 @@ class TimeType(click.ParamType):
     name = "TIME"
 
     def convert(self, value, param, ctx):
-        from ..shaping.params import ParamError, parse_time
+        from laglab.shaping.params import ParamError, parse_time
 
         try:
             parse_time("time", value, high=86400.0)

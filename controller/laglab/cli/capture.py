@@ -7,7 +7,7 @@ import time
 
 import click
 
-from .base import TIME, Session, human_bytes, pass_session, table
+from laglab.cli.base import TIME, Session, human_bytes, pass_session, table
 
 UNITS = {"": 1, "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30}
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ..faults import ACTIONS
-from .base import TIME, Session, comma_list, pass_session, table
+from laglab.cli.base import TIME, Session, comma_list, pass_session, table
+from laglab.faults import ACTIONS
 
 
 def _fault_line(f: dict) -> str:

@@ -8,8 +8,8 @@ from urllib.parse import urlencode
 
 import click
 
-from .base import Session, check_failed, pass_session, seconds, table
-from .shaping import impairment_words
+from laglab.cli.base import Session, check_failed, pass_session, seconds, table
+from laglab.cli.shaping import impairment_words
 
 LAG_HEADER = ("time (UTC)", "replica", "lag", "± bound", "applier", "transit", "IO/SQL", "status")
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
-from .. import limits
-from ..replay import speed_words
-from .base import Failure, Session, pass_session
+from laglab import limits
+from laglab.cli.base import Failure, Session, pass_session
+from laglab.load.replay import speed_words
 
 
 def _load_line(body: dict) -> str:

@@ -1,4 +1,4 @@
-"""laglab profile: a write profile from binlog files (laglab/binlog_profile.py). It reads files on this
+"""laglab profile: a write profile from binlog files (laglab/load/binlog_profile.py). It reads files on this
 machine and needs no lab: the decoder is the host's mysqlbinlog or mariadb-binlog, else the one in the
 lab's MySQL image or loadgen's (`docker run --network none`, the file's folder mounted read-only)."""
 
@@ -9,14 +9,14 @@ from pathlib import Path
 
 import click
 
-from .. import client
-from ..binlog_profile import BinlogError, profile, read_file
-from .base import Failure, human_bytes
+from laglab.cli import client
+from laglab.cli.base import Failure, human_bytes
+from laglab.load.binlog_profile import BinlogError, profile, read_file
 
 
 def images() -> dict[str, str]:
     """The images `make up` resolved (.env's RESOLVED_MYSQL_IMAGE), loadgen's for MariaDB's decoder."""
-    from .. import config
+    from laglab import config
 
     path = client.env_file()
     found = config.read_env_file(path) if path.exists() else {}

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import click
 
-from ..scenarios import words
-from ..scenarios.outcome import point_outcome, run_outcome
-from ..scenarios.spec import Plan, ScenarioError, describe_point, load_file
-from ..shaping.params import format_time
-from ..shaping.plan import SEED_MAX
-from .base import Failure, Session, check_failed, pass_session, refused, table
+from laglab.cli.base import Failure, Session, check_failed, pass_session, refused, table
+from laglab.scenarios.analysis.outcome import point_outcome, run_outcome
+from laglab.scenarios.plan import Plan, describe_point, load_file
+from laglab.scenarios.report import words
+from laglab.scenarios.schema.scenario import ScenarioError
+from laglab.shaping.params import format_time
+from laglab.shaping.plan import SEED_MAX
 
 
 def clock(seconds: float) -> str:
@@ -234,7 +235,7 @@ def report(run_dir: Path) -> None:
     \b
     Example:  laglab report results/RUN      RUN: a run's folder, as `laglab runs` lists it
     """
-    from ..scenarios import report as reports
+    from laglab.scenarios.report import markdown as reports
 
     if not (run_dir / "summary.json").exists():
         raise Failure(f"{run_dir}: no summary.json (a run's folder under results/)", "usage")

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import click
 
-from ..client import ROOT
-from ..scenarios.spec import METRICS, ScenarioError, load_file, load_text
-from .base import TIME, table
+from laglab.cli.base import TIME, table
+from laglab.cli.client import ROOT
+from laglab.scenarios.plan import load_file, load_text
+from laglab.scenarios.schema.fields import METRICS
+from laglab.scenarios.schema.scenario import ScenarioError
 
 SCENARIOS = ROOT / "scenarios"
 

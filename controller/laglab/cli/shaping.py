@@ -8,10 +8,10 @@ from pathlib import Path
 import click
 import yaml
 
-from ..scenarios import words
-from ..shaping.impairment import KNOBS
-from ..shaping.params import ParamError, format_time, parse_time
-from .base import TIME, Failure, Session, pass_session, table
+from laglab.cli.base import TIME, Failure, Session, pass_session, table
+from laglab.scenarios.report import words
+from laglab.shaping.impairment import KNOBS
+from laglab.shaping.params import ParamError, format_time, parse_time
 
 # The API's knobs that take a value as written (tc's units), in the order a reader names them.
 FIELDS = tuple(k.name for k in KNOBS if k.kind != "gemodel")
@@ -216,7 +216,7 @@ def show(session: Session, service: str | None) -> None:
 @pass_session
 def preset(session: Session, name: str | None, link) -> None:
     """A named link (access networks, regions' round trips): list them (no lab needed: the shipped
-    table, controller/laglab/presets.yaml), or apply one to a link.
+    table, controller/laglab/shaping/presets.yaml), or apply one to a link.
 
     \b
     Examples:
@@ -224,7 +224,7 @@ def preset(session: Session, name: str | None, link) -> None:
       laglab preset dsl --link loadgen mysql-source
       laglab preset us-east-1/eu-west-1 --link mysql-source mysql-target
     """
-    from .. import presets as shipped
+    from laglab.shaping import presets as shipped
 
     presets = shipped.profiles()
     if name is None:

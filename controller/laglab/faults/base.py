@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import LabError
-from ..platforms import ServiceState
+from laglab.errors import LabError
+from laglab.platforms import ServiceState
 
 
 class FaultError(LabError):

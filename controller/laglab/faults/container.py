@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from ..platforms import ServiceState
-from .base import Action, register
+from laglab.faults.base import Action, register
+from laglab.platforms import ServiceState
 
 
 def _running(state: ServiceState) -> bool:

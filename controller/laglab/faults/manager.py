@@ -21,13 +21,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import limits
-from ..deadline import poll
-from ..errors import Kind
-from ..platforms import PlatformError, Unsupported
-from ..recovery import read_state, write_state
-from ..results import iso
-from .base import ACTIONS, FaultError
+from laglab import limits
+from laglab.deadline import poll
+from laglab.errors import Kind
+from laglab.faults.base import ACTIONS, FaultError
+from laglab.measurement.results import iso
+from laglab.platforms import PlatformError, Unsupported
+from laglab.state.recovery import read_state, write_state
 
 log = logging.getLogger("laglab.faults")
 MAX_DURATION = 86400.0

@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 import os
 
-from .base import Bridge, LabContainer, Platform, PlatformError, ServiceState, Unsupported
+from laglab.platforms.base import Bridge, LabContainer, Platform, PlatformError, ServiceState, Unsupported
 
 __all__ = [
     "DEFAULT",
@@ -42,6 +42,6 @@ def choose(setting: str, environ) -> str:
     an API server), Docker elsewhere."""
     if setting != "auto":
         return setting
-    from .kube_api import in_cluster
+    from laglab.platforms.kube_api import in_cluster
 
     return "kubernetes" if in_cluster(environ) else "docker"

@@ -13,8 +13,8 @@ import tarfile
 import threading
 import time
 
-from .base import Bridge, LabContainer, ServiceState, Unsupported, running_of
-from .host_procs import HostProcesses
+from laglab.platforms.base import Bridge, LabContainer, ServiceState, Unsupported, running_of
+from laglab.platforms.host_procs import HostProcesses
 
 log = logging.getLogger("laglab.containers")
 PROJECT_LABEL = "com.docker.compose.project"
@@ -292,15 +292,13 @@ class DockerExecution:
 
     def pid(self, timeout: float = 5.0) -> int | None:
         """The exec's PID as the host sees it (None once it is over, or when Docker does not say)."""
-        from ..deadline import TimedOut, poll
+        from laglab.deadline import TimedOut, poll
 
-        def seen() -> tuple[int | None] | None:
-            info = self.api.exec_inspect(self.exec_id)
-            if info.get("Pid"):
-                return (int(info["Pid"]),)
-            return (None,) if not info.get("Running", True) else None  # (None,): already over
+        def answered(info: dict) -> bool:  # a PID, or none because it is already over
+            return bool(info.get("Pid")) or not info.get("Running", True)
 
         try:
-            return poll(seen, timeout, 0.05, what="the exec's PID")[0]
+            info = poll(lambda: self.api.exec_inspect(self.exec_id), timeout, 0.05, "the exec's PID", done=answered)
         except TimedOut:
             return None
+        return int(info["Pid"]) if info.get("Pid") else None

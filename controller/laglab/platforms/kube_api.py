@@ -124,7 +124,7 @@ class KubeApi:
         """DELETE, then GET until the object is gone (a finalizer, such as Chaos Mesh's while it recovers
         the pods, holds it meanwhile): True once gone, False when it is still there after `timeout`.
         Other errors are the API's KubeError."""
-        from ..deadline import TimedOut, poll
+        from laglab.deadline import TimedOut, poll
 
         def gone() -> bool:
             try:

@@ -17,10 +17,10 @@ import logging
 import re
 import time
 
-from ..deadline import poll
-from .base import LabContainer, PlatformError, ServiceState, running_of
-from .kube_api import ExecResult, KubeApi, KubeError
-from .pod_chaos import PodChaos
+from laglab.deadline import poll
+from laglab.platforms.base import LabContainer, PlatformError, ServiceState, running_of
+from laglab.platforms.kube_api import ExecResult, KubeApi, KubeError
+from laglab.platforms.pod_chaos import PodChaos
 
 log = logging.getLogger("laglab.kubernetes")
 NAME_LABEL = "app.kubernetes.io/name"

@@ -1,4 +1,4 @@
-"""One Kubernetes node as the laglab shaper DaemonSet sees it (node_shaper.py): the lab's pods that run
+"""One Kubernetes node as the laglab shaper DaemonSet sees it (shaping/node_shaper.py): the lab's pods that run
 on this node, each with the PID of a process in it (the DaemonSet has `hostPID`), so that today's
 backends shape them through the same executor as on Docker; the lab's pods on other nodes only by
 address (`peers`: a plan needs them, since what they send here is held here); and the node's own
@@ -18,9 +18,9 @@ import os
 import time
 from collections.abc import Callable
 
-from .base import Bridge, LabContainer, PlatformError, ServiceState, running_of
-from .kube_api import KubeApi, KubeError
-from .kubernetes import NAME_LABEL, SHAPED_LABEL, _running, service_of
+from laglab.platforms.base import Bridge, LabContainer, PlatformError, ServiceState, running_of
+from laglab.platforms.kube_api import KubeApi, KubeError
+from laglab.platforms.kubernetes import NAME_LABEL, SHAPED_LABEL, _running, service_of
 
 log = logging.getLogger("laglab.node")
 ANY_INTERFACE = "+"  # iptables' wildcard: every interface

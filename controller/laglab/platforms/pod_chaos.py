@@ -5,11 +5,11 @@ actions through the Docker API (docker.py's act)."""
 
 from __future__ import annotations
 
-from ..errors import Kind
-from ..shaping.chaos_mesh import API_VERSION, MANAGED, duration, object_name, selector
-from ..shaping.params import ShapingError
-from . import PlatformError
-from .kube_api import KubeError
+from laglab.errors import Kind
+from laglab.platforms import PlatformError
+from laglab.platforms.kube_api import KubeError
+from laglab.shaping.chaos_mesh import API_VERSION, MANAGED, duration, object_name, selector
+from laglab.shaping.params import ShapingError
 
 POD_ACTIONS = {"kill": "container-kill", "stop": "pod-failure"}
 

@@ -10,7 +10,7 @@ A run drives every kind the same way, point after point:
     summary(plan, samples)     the point's extra keys in summary.json
 
 `plan` is the point's `ReplicatorPlan` (its options, the link's round trip, the cluster's nodes),
-resolved from the scenario by `spec.Point.plan()`: a kind never reads the scenario.
+resolved from the scenario by `plan.Point.plan()`: a kind never reads the scenario.
     consistency()              after the last point: nothing lost, nothing extra
     restore()                  back to the lab's defaults (the run's cleanup, or a change of kind)
 
@@ -28,12 +28,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .. import consistency
-from ..db import Endpoint, connect, executed_gtids, server_dialect, wait_executed
+from laglab.replicators import consistency
+from laglab.replicators.db import Endpoint, connect, executed_gtids, server_dialect, wait_executed
 
 if TYPE_CHECKING:
-    from ..load import Profile
-    from ..platforms import Platform
+    from laglab.load.generator import Profile
+    from laglab.platforms import Platform
 
 Sleep = Callable[[float], None]
 
@@ -73,15 +73,11 @@ class Parts:
     recorder: object | None = None
     load: object | None = None
 
-    @classmethod
-    def of(cls, lab) -> Parts:
-        return cls(lab.settings, lab.source, lab.target, lab.platform, lab.recorder, lab.load)
-
 
 class Replicator:
     kind: ClassVar[str]
     # The kind's own options: a pydantic model whose fields are the scenario's replicator.<option> keys
-    # (scenarios/spec.py builds its `replicator:` section from every kind's), and which of them a sweep
+    # (scenarios/schema/scenario.py builds its `replicator:` section from every kind's), and which of them a sweep
     # may vary. A new kind with options touches no shared schema.
     Options: ClassVar[type | None] = None
     sweepable: ClassVar[tuple[str, ...]] = ()
@@ -150,7 +146,8 @@ class Replicator:
         """Extra keys of the point's result."""
         return {}
 
-    def consistency(self) -> dict:
+    def consistency(self, sleep: Sleep = time.sleep) -> dict:
+        """Nothing lost: the kind's check, its waits through `sleep` (a run's: cancelled, it raises)."""
         raise NotImplementedError
 
     def restore(self) -> None:

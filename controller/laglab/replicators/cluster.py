@@ -13,10 +13,10 @@ from typing import ClassVar
 
 import pymysql
 
-from .. import consistency
-from ..db import Endpoint, connect, quote_identifier
-from ..deadline import TimedOut, poll
-from .base import Replicator, ReplicatorPlan, Sleep
+from laglab.deadline import TimedOut, poll
+from laglab.replicators import consistency
+from laglab.replicators.base import Replicator, ReplicatorPlan, Sleep
+from laglab.replicators.db import Endpoint, connect, quote_identifier
 
 NODES = 3
 
@@ -191,8 +191,8 @@ class Cluster(Replicator):
         return {"cluster": {"kind": self.kind, "write_node": c.writer, "delayed_node": c.delayed,
                             "delay_ms": c.delay_ms, "matrix": c.matrix}}  # fmt: skip
 
-    def consistency(self) -> dict:
-        report = self.compare_tables(self.nodes(), self.parts.settings.LAB_DATABASE, timeout=120)
+    def consistency(self, sleep: Sleep = time.sleep) -> dict:
+        report = self.compare_tables(self.nodes(), self.parts.settings.LAB_DATABASE, timeout=120, sleep=sleep)
         return {
             "identical": report["identical"],
             "differences": [f"{self.kind}: {d}" for d in report["differences"]],

@@ -16,11 +16,11 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from .. import consistency
-from ..db import Endpoint, connect
-from ..deadline import poll
-from .base import Parts, ReplicatorPlan, Sleep, SourceToTarget, metrics_summary
-from .native import NativeLink
+from laglab.deadline import poll
+from laglab.replicators import consistency
+from laglab.replicators.base import Parts, ReplicatorPlan, Sleep, SourceToTarget, metrics_summary
+from laglab.replicators.db import Endpoint, connect
+from laglab.replicators.native import NativeLink
 
 
 @dataclass(frozen=True)
@@ -250,9 +250,9 @@ class Dm(SourceToTarget):
     def summary(self, plan: ReplicatorPlan, samples) -> dict:
         return {"replicator_metrics": metrics_summary(samples)}
 
-    def consistency(self) -> dict:
+    def consistency(self, sleep: Sleep = time.sleep) -> dict:
         """DM -> TiDB: row counts of every lab table on both sides (TiDB has no CHECKSUM TABLE)."""
-        self.wait_caught_up(120)
+        self.wait_caught_up(120, sleep=sleep)
         database = self.parts.settings.LAB_DATABASE
         src, dst = connect(self.parts.source, timeout=5), connect(self.TIDB, timeout=5, read_timeout=120)
         differences = []

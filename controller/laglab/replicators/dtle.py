@@ -17,11 +17,11 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from .. import consistency
-from ..db import META_SCHEMA
-from ..deadline import poll
-from .base import Parts, ReplicatorPlan, Sleep, SourceToTarget, metrics_summary
-from .native import NativeLink, say
+from laglab.deadline import poll
+from laglab.replicators import consistency
+from laglab.replicators.base import Parts, ReplicatorPlan, Sleep, SourceToTarget, metrics_summary
+from laglab.replicators.db import META_SCHEMA
+from laglab.replicators.native import NativeLink, say
 
 
 @dataclass(frozen=True)
@@ -452,8 +452,8 @@ class Dtle(SourceToTarget):
 
     def _handed_back(self) -> bool:
         """The repair ran: the target's replica is no longer held (handover.held)."""
-        from ..db import connect
-        from .handover import held
+        from laglab.replicators.db import connect
+        from laglab.replicators.handover import held
 
         conn = connect(self.parts.target, timeout=3)
         try:
@@ -565,11 +565,11 @@ class Dtle(SourceToTarget):
     def summary(self, plan: ReplicatorPlan, samples) -> dict:
         return {"replicator_metrics": metrics_summary(samples)}
 
-    def consistency(self) -> dict:
+    def consistency(self, sleep: Sleep = time.sleep) -> dict:
         """Once caught up, native replication resumes from there, and the usual check runs."""
-        self.wait_caught_up(120)
+        self.wait_caught_up(120, sleep=sleep)
         self.stop()
-        return consistency.check(self.parts.source, self.parts.target, timeout=120)
+        return consistency.check(self.parts.source, self.parts.target, timeout=120, sleep=sleep)
 
     def restore(self) -> None:
         self.stop()

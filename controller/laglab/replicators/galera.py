@@ -7,8 +7,8 @@ then writes the lab schema and account on node 1. Every node takes writes.
 
 from __future__ import annotations
 
-from ..db import wait_connect
-from .cluster import NODES, Cluster, ensure_lab_account, say, status_var
+from laglab.replicators.cluster import NODES, Cluster, ensure_lab_account, say, status_var
+from laglab.replicators.db import wait_connect
 
 
 class Galera(Cluster):

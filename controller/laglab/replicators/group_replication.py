@@ -15,9 +15,9 @@ import time
 
 import pymysql
 
-from ..db import NEWEST_MYSQL, PLACEHOLDER, Dialect, Endpoint, connect, server_dialect, wait_connect
-from ..deadline import TimedOut, poll
-from .cluster import Cluster, ClusterError, ensure_lab_account, rows, say, status_var
+from laglab.deadline import TimedOut, poll
+from laglab.replicators.cluster import Cluster, ClusterError, ensure_lab_account, rows, say, status_var
+from laglab.replicators.db import NEWEST_MYSQL, PLACEHOLDER, Dialect, Endpoint, connect, server_dialect, wait_connect
 
 STABLE = ("ONLINE",)
 TRANSIENT = ("RECOVERING",)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..db import NEWEST_MYSQL, Dialect
+from laglab.replicators.db import NEWEST_MYSQL, Dialect
 
 
 def hold_statement(dialect: Dialect) -> str:

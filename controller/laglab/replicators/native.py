@@ -17,8 +17,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .. import consistency
-from ..db import (
+from laglab.deadline import TimedOut, poll
+from laglab.replicators import consistency, handover
+from laglab.replicators.base import Parts, ReplicatorPlan, Sleep, SourceToTarget
+from laglab.replicators.db import (
     META_SCHEMA,
     Dialect,
     Endpoint,
@@ -28,9 +30,6 @@ from ..db import (
     server_dialect,
     wait_executed,
 )
-from ..deadline import TimedOut, poll
-from . import handover
-from .base import Parts, ReplicatorPlan, Sleep, SourceToTarget
 
 log = logging.getLogger("laglab.replicators.native")
 
@@ -338,8 +337,8 @@ class Native(SourceToTarget):
         if not self.source_caught_up(timeout, sleep=sleep):
             raise RuntimeError(f"the replica did not catch up within {timeout:g}s")
 
-    def consistency(self) -> dict:
-        return consistency.check(self.parts.source, self.parts.target, timeout=120)
+    def consistency(self, sleep: Sleep = time.sleep) -> dict:
+        return consistency.check(self.parts.source, self.parts.target, timeout=120, sleep=sleep)
 
     def restore(self) -> None:
         self._semi_sync(None)

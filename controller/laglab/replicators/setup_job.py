@@ -5,9 +5,9 @@ the other's set-up."""
 
 from __future__ import annotations
 
-from ..db import Endpoint, executed_gtids, lab_endpoints, server_dialect, wait_connect
-from .dtle import dtle_job_state
-from .native import configure_target, own_server_id, prepare_source, say, set_semi_sync, wait_running
+from laglab.replicators.db import Endpoint, executed_gtids, lab_endpoints, server_dialect, wait_connect
+from laglab.replicators.dtle import dtle_job_state
+from laglab.replicators.native import configure_target, own_server_id, prepare_source, say, set_semi_sync, wait_running
 
 
 def setup(settings, environ) -> None:
@@ -58,8 +58,8 @@ def replica_endpoints(target: Endpoint, environ) -> list[Endpoint]:
     name = environ.get("LAGLAB_TARGET_STATEFULSET")
     if not name:
         return [target]
-    from ..platforms.kube_api import KubeApi, KubeError
-    from ..platforms.kubernetes import statefulset_replicas
+    from laglab.platforms.kube_api import KubeApi, KubeError
+    from laglab.platforms.kubernetes import statefulset_replicas
 
     try:
         count = statefulset_replicas(KubeApi.from_environment(environ), name)

@@ -18,10 +18,10 @@ import json
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from ..executor import Executor
-from .params import format_rate
-from .plan import Entry
-from .ports import PROTOCOL_NUMBERS, Ports
+from laglab.shaping.executor import Executor
+from laglab.shaping.params import format_rate
+from laglab.shaping.plan import Entry
+from laglab.shaping.ports import PROTOCOL_NUMBERS, Ports
 
 DEV = "eth0"
 UNSHAPED = 10e9  # the parent class and the default class: 10 gbit

@@ -3,12 +3,12 @@ The protocol and what both share: backend.py; one module per backend: kernel.py,
 
 from __future__ import annotations
 
-from ..config import ConfigError
-from .backend import DEV, UNSHAPED, Applied, Backend, htb_class, htb_class_args, htb_commands
-from .chaos_mesh import ChaosMeshBackend
-from .daemonset import DaemonSetBackend
-from .kernel import KernelBackend
-from .userspace import UserspaceBackend, apply_userspace_tc, receiver_rules, restore_input, worker_rules
+from laglab.config import ConfigError
+from laglab.shaping.backend import DEV, UNSHAPED, Applied, Backend, htb_class, htb_class_args, htb_commands
+from laglab.shaping.chaos_mesh import ChaosMeshBackend
+from laglab.shaping.daemonset import DaemonSetBackend
+from laglab.shaping.kernel import KernelBackend
+from laglab.shaping.userspace import UserspaceBackend, apply_userspace_tc, receiver_rules, restore_input, worker_rules
 
 BACKENDS: dict[str, type] = {
     "kernel": KernelBackend,
@@ -65,3 +65,10 @@ __all__ = [
     "restore_input",
     "worker_rules",
 ]  # fmt: skip
+
+
+def helper_pids(backend) -> list[int]:
+    """The PIDs of a backend's helper processes (the userspace backend's workers; none for the others):
+    their CPU is the lab's own load in a measured window."""
+    workers = getattr(backend, "workers", {})
+    return [proc.pid for _queue, proc in list(workers.values()) if proc is not None and proc.pid]

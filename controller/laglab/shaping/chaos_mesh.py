@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import zlib
 
-from ..deadline import poll
-from ..errors import Kind
-from .impairment import Impairment
-from .params import Direction, Request, ShapingError
+from laglab.deadline import poll
+from laglab.errors import Kind
+from laglab.shaping.impairment import Impairment
+from laglab.shaping.params import Direction, Request, ShapingError
 
 API_VERSION = "chaos-mesh.org/v1alpha1"
 NAME_LABEL = "app.kubernetes.io/name"  # how the lab's manifests name each service's pods
@@ -292,8 +292,8 @@ class ChaosMeshBackend:
         return plans
 
     def converge(self, executor, service: str, pid: int, plan: dict[str, dict], previous, force: bool):
-        from ..platforms import PlatformError
-        from .backend import Applied
+        from laglab.platforms import PlatformError
+        from laglab.shaping.backend import Applied
 
         held = dict(previous.state or {}) if previous is not None and not force else self._listed(service)
         stale = [name for name, body in held.items() if name not in plan or body.get("spec") != plan[name]["spec"]]
@@ -320,8 +320,8 @@ class ChaosMeshBackend:
 
     def _owned(self, service: str) -> list[dict]:
         """This service's NetworkChaos objects as the cluster holds them."""
-        from ..platforms import PlatformError
-        from ..platforms.kube_api import KubeError
+        from laglab.platforms import PlatformError
+        from laglab.platforms.kube_api import KubeError
 
         path = self.api.chaos_path(self.namespace, "networkchaos")
         selector = f"app.kubernetes.io/managed-by=laglab-controller,laglab.io/service={service}"
@@ -335,8 +335,8 @@ class ChaosMeshBackend:
         return {item["metadata"]["name"]: {"spec": item.get("spec")} for item in self._owned(service)}
 
     def _delete(self, name: str) -> None:
-        from ..platforms import PlatformError
-        from ..platforms.kube_api import KubeError
+        from laglab.platforms import PlatformError
+        from laglab.platforms.kube_api import KubeError
 
         path = self.api.chaos_path(self.namespace, "networkchaos", name)
         try:
@@ -347,8 +347,8 @@ class ChaosMeshBackend:
         raise PlatformError(f"NetworkChaos {name}: not recovered within {self.timeout:g}s (it is still there)")
 
     def _wait_injected(self, name: str) -> None:
-        from ..platforms import PlatformError
-        from ..platforms.kube_api import KubeError
+        from laglab.platforms import PlatformError
+        from laglab.platforms.kube_api import KubeError
 
         path = self.api.chaos_path(self.namespace, "networkchaos", name)
         last: dict = {}

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 
-from ..deadline import poll
-from ..errors import Kind
-from .params import ShapingError
+from laglab.deadline import poll
+from laglab.errors import Kind
+from laglab.shaping.params import ShapingError
 
 IN_EFFECT_TIMEOUT = 30.0
 
@@ -51,7 +51,7 @@ class DaemonSetBackend:
         return {service: None for service in ips}
 
     def converge(self, executor, service: str, pid: int, plan, previous, force: bool):
-        from .backend import Applied
+        from laglab.shaping.backend import Applied
 
         return Applied(pid, plan)
 
@@ -60,9 +60,9 @@ class DaemonSetBackend:
         pass
 
     def commit(self, executor, force: bool) -> None:
-        from ..platforms import PlatformError
-        from ..platforms.kube_api import KubeError
-        from .node_wire import DESIRED, read_desired, write_configmap
+        from laglab.platforms import PlatformError
+        from laglab.platforms.kube_api import KubeError
+        from laglab.shaping.node_wire import DESIRED, read_desired, write_configmap
 
         api = self.platform.api
         wire = sorted((e.to_wire() for e in self.entries), key=lambda w: (w["service"], w["peer"] or ""))
@@ -84,8 +84,8 @@ class DaemonSetBackend:
         return sorted({placed[s] for s, c in lab.items() if c.running and c.shapeable and placed.get(s)})
 
     def _wait(self, generation: int) -> None:
-        from ..platforms import PlatformError
-        from .node_wire import configmap, status_name
+        from laglab.platforms import PlatformError
+        from laglab.shaping.node_wire import configmap, status_name
 
         waiting = self._nodes()
 

@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..recovery import read_state, set_aside, write_state
-from .impairment import Impairment
-from .plan import Entry
-from .ports import ALL, Ports
+from laglab.shaping.impairment import Impairment
+from laglab.shaping.plan import Entry
+from laglab.shaping.ports import ALL, Ports
+from laglab.state.recovery import read_state, set_aside, write_state
 
 if TYPE_CHECKING:  # pydantic is not in the kernel suite's User-mode Linux root: imported where used
-    from .matrix import Matrix
+    from laglab.shaping.matrix import Matrix
 
 BLOCK = Impairment(loss=1.0)
 Key = tuple[str, str | None]
@@ -108,7 +108,7 @@ class DesiredState:
             partition = Partition.from_wire(item)
             state.partitions[partition.id] = partition
         if raw.get("matrix"):
-            from .matrix import Matrix
+            from laglab.shaping.matrix import Matrix
 
             state.matrix = Matrix.model_validate(raw["matrix"])
         numbers = [int(p.removeprefix("p")) for p in state.partitions if p.removeprefix("p").isdigit()]

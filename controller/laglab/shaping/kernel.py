@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import math
 
-from ..executor import CommandError, Executor
-from .backend import DEV, UNSHAPED, Applied, _bytes, htb_commands, read_back_kernel
-from .impairment import Impairment, format_rate
-from .params import Direction
-from .plan import EgressPlan, Entry, build_egress, seed_links
-from .ports import KERNEL_PORTS, Ports
+from laglab.shaping.backend import DEV, UNSHAPED, Applied, _bytes, htb_commands, read_back_kernel
+from laglab.shaping.executor import CommandError, Executor
+from laglab.shaping.impairment import Impairment, format_rate
+from laglab.shaping.params import Direction
+from laglab.shaping.plan import EgressPlan, Entry, build_egress, seed_links
+from laglab.shaping.ports import KERNEL_PORTS, Ports
 
 # netem's `seed` (TCA_NETEM_PRNG_SEED: Linux 6.6 and iproute2 6.6, François Michel's 2023 patches):
 # tried once on a throwaway namespace's loopback, then read back. tc 6.1 says 'What is "seed"?' (and

@@ -17,21 +17,21 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .. import limits
-from ..errors import Kind
-from ..executor import CommandError, Executor
-from ..platforms import LabContainer, Platform, PlatformError
-from . import present
-from .backend import Backend, Seeding
-from .desired import BLOCK, DesiredState, Partition
-from .params import ParamError, Request, ShapingError
-from .plan import Entry
-from .ports import ALL, Ports
-from .reconciler import Reconciler
-from .watch import LinkWatchers
+from laglab import limits
+from laglab.errors import Kind
+from laglab.platforms import LabContainer, Platform, PlatformError
+from laglab.shaping import present
+from laglab.shaping.backend import Backend, Seeding
+from laglab.shaping.desired import BLOCK, DesiredState, Partition
+from laglab.shaping.executor import CommandError, Executor
+from laglab.shaping.params import ParamError, Request, ShapingError
+from laglab.shaping.plan import Entry
+from laglab.shaping.ports import ALL, Ports
+from laglab.shaping.reconciler import Reconciler
+from laglab.shaping.watch import LinkWatchers
 
 if TYPE_CHECKING:  # pydantic is not in the kernel suite's User-mode Linux root: imported where used
-    from .matrix import Matrix
+    from laglab.shaping.matrix import Matrix
 
 log = logging.getLogger("laglab.shaping")
 __all__ = ["BLOCK", "Partition", "ShapingError", "ShapingManager"]

@@ -1,6 +1,6 @@
 """A delay matrix: groups of services (sites, regions) and the link between every two groups, applied
 as per-link shaping on each member pair. Region names take their round trips from the presets table
-(laglab/presets.yaml). Pure: the same model validates PUT /api/matrix and a scenario's `link.matrix`,
+(laglab/shaping/presets.yaml). Pure: the same model validates PUT /api/matrix and a scenario's `link.matrix`,
 and expands into shaping requests without touching anything."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
-from .. import presets
-from ..errors import Kind
-from .params import (
+from laglab.errors import Kind
+from laglab.shaping import presets
+from laglab.shaping.params import (
     PERCENT_PATTERN,
     RATE_PATTERN,
     SERVICE_PATTERN,
@@ -26,7 +26,7 @@ from .params import (
     parse_rate,
     parse_time,
 )
-from .ports import MULTIPORT_SLOTS, PROTOCOLS
+from laglab.shaping.ports import MULTIPORT_SLOTS, PROTOCOLS
 
 GROUP_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
 Group = Annotated[str, Field(pattern=GROUP_PATTERN)]

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 
-from ..platforms.kube_api import KubeApi, KubeError
-from .plan import Entry
+from laglab.platforms.kube_api import KubeApi, KubeError
+from laglab.shaping.plan import Entry
 
 DESIRED = "laglab-shaping"  # the controller's ConfigMap: {"generation", "entries"} in desired.json
 
@@ -56,7 +56,7 @@ def read_desired(api: KubeApi) -> tuple[int, list[Entry]]:
     """The generation and its entries, each held to the API's own rules (params.parse_request: ranges,
     units, rules across fields) as if a PUT had sent it: `delay: 1e308` raised OverflowError in a
     backend and the shaper never answered. WireError says which entry and why."""
-    from .params import parse_request
+    from laglab.shaping.params import parse_request
 
     found = configmap(api, DESIRED)
     if found is None:

@@ -11,9 +11,17 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-from ..errors import Kind, LabError
-from .impairment import DISTRIBUTIONS, GEMODEL_KEYS, KNOBS, Impairment, format_percent, format_rate, format_time
-from .ports import ALL, MULTIPORT_SLOTS, PROTOCOLS, Ports
+from laglab.errors import Kind, LabError
+from laglab.shaping.impairment import (
+    DISTRIBUTIONS,
+    GEMODEL_KEYS,
+    KNOBS,
+    Impairment,
+    format_percent,
+    format_rate,
+    format_time,
+)
+from laglab.shaping.ports import ALL, MULTIPORT_SLOTS, PROTOCOLS, Ports
 
 
 class Direction(StrEnum):

@@ -14,10 +14,10 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
-from ..errors import Kind
-from .impairment import Impairment
-from .params import Direction, ShapingError
-from .ports import ALL, Ports, ports_text
+from laglab.errors import Kind
+from laglab.shaping.impairment import Impairment
+from laglab.shaping.params import Direction, ShapingError
+from laglab.shaping.ports import ALL, Ports, ports_text
 
 
 @dataclass(frozen=True)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import time
 
-from ..platforms import LabContainer
-from .desired import DesiredState
-from .impairment import format_rate
-from .params import Direction
-from .plan import Entry, build
-from .reconciler import Reconciler
+from laglab.platforms import LabContainer
+from laglab.shaping.desired import DesiredState
+from laglab.shaping.impairment import format_rate
+from laglab.shaping.params import Direction
+from laglab.shaping.plan import Entry, build
+from laglab.shaping.reconciler import Reconciler
 
 
 def entry_json(e: Entry) -> dict:

@@ -8,12 +8,12 @@ from __future__ import annotations
 import logging
 import subprocess
 
-from ..errors import Kind
-from ..executor import CommandError, Executor
-from ..platforms import LabContainer, Platform, PlatformError
-from .backend import Applied, Backend, Batching, Preparing, Supervised
-from .params import ShapingError
-from .plan import Entry
+from laglab.errors import Kind
+from laglab.platforms import LabContainer, Platform, PlatformError
+from laglab.shaping.backend import Applied, Backend, Batching, Preparing, Supervised
+from laglab.shaping.executor import CommandError, Executor
+from laglab.shaping.params import ShapingError
+from laglab.shaping.plan import Entry
 
 log = logging.getLogger("laglab.shaping")
 # A hung tc/iptables leaves it half-changed too; PlatformError: the platform's API refused (Chaos Mesh).

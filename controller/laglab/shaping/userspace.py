@@ -25,11 +25,11 @@ import subprocess
 import sys
 import zlib
 
-from ..executor import Executor
-from ..platforms import Bridge
-from .backend import DEV, Applied, htb_commands, read_back_kernel
-from .params import Direction
-from .plan import Entry, NamespacePlan, build, seed_links
+from laglab.platforms import Bridge
+from laglab.shaping.backend import DEV, Applied, htb_commands, read_back_kernel
+from laglab.shaping.executor import Executor
+from laglab.shaping.params import Direction
+from laglab.shaping.plan import Entry, NamespacePlan, build, seed_links
 
 QUEUE_BASE, QUEUE_SPAN = 1000, 60000
 

@@ -10,9 +10,9 @@ import re
 import statistics
 import time
 
-from ..deadline import TimedOut, poll
-from ..executor import CommandError, Executor
-from ..stats import percentile
+from laglab.deadline import TimedOut, poll
+from laglab.measurement.stats import percentile
+from laglab.shaping.executor import CommandError, Executor
 
 
 def ping_stats(output: str, count: int | None = None) -> dict:
@@ -133,7 +133,7 @@ def throughput_in_pods(platform, src, dst, seconds: int, reverse: bool, streams:
     platform's tools(): loadgen's image, sharing the pod's network), through the API's exec. The
     link's other traffic is not counted there (no iptables without NET_ADMIN). PlatformError when the
     tools container cannot run or iperf3's server does not start."""
-    from ..platforms import PlatformError
+    from laglab.platforms import PlatformError
 
     server, client = platform.tools(dst.service), platform.tools(src.service)
     # -D: the server goes to the background and the exec returns; -1: it serves one test and ends.

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import present
+from laglab.shaping import present
 
 log = logging.getLogger("laglab.shaping")
 

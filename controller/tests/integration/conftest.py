@@ -11,8 +11,8 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 
 from laglab import config
-from laglab.client import Client
-from laglab.db import Endpoint, connect
+from laglab.cli.client import Client
+from laglab.replicators.db import Endpoint, connect
 
 from ..polling import wait_until
 
@@ -57,7 +57,7 @@ def target(target_ep):
 
 @pytest.fixture(scope="session")
 def api(settings):
-    """The controller's API through the lab's one client (laglab.client), as the scripts use it."""
+    """The controller's API through the lab's one client (laglab.cli.client), as the scripts use it."""
     return Client(f"http://{settings.CONTROLLER_BIND}:{settings.CONTROLLER_PORT}", settings.LAB_API_TOKEN)
 
 

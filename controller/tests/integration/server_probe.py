@@ -7,7 +7,7 @@ import re
 
 import pymysql
 
-from laglab.db import Dialect
+from laglab.replicators.db import Dialect
 
 from ..unit.server_versions import PARSE_ERROR, UNKNOWN_VARIABLE, answer
 

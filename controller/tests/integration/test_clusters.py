@@ -14,8 +14,8 @@ import pymysql
 import pytest
 from selenium.webdriver.support.ui import WebDriverWait
 
-from laglab.db import Endpoint, connect
 from laglab.replicators import CLUSTERS
+from laglab.replicators.db import Endpoint, connect
 
 from ..documented import help_rules
 from .conftest import ROOT, query, try_query, wait_until

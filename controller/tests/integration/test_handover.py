@@ -9,8 +9,8 @@ import uuid
 
 import pytest
 
-from laglab.db import connect
 from laglab.replicators import handover
+from laglab.replicators.db import connect
 from laglab.replicators.native import NativeLink
 
 from ..polling import wait_until

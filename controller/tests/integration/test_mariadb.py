@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
-from laglab.client import Client
-from laglab.db import Endpoint, connect
+from laglab.cli.client import Client
+from laglab.replicators.db import Endpoint, connect
 
 from .conftest import ROOT, query, wait_until
 

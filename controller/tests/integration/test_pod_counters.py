@@ -1,4 +1,4 @@
-"""The Kubernetes link counters' loop (laglab/pod_counters.py) checked against the Docker lab's
+"""The Kubernetes link counters' loop (laglab/measurement/pod_counters.py) checked against the Docker lab's
 bridge counters, which count every packet on the lab's bridge (iptables, independent of it): loadgen
 (whose image has ss, as the tools container has on Kubernetes) runs the very loop, and mysql-source
 sends it 2 MB on one connection that stays open."""
@@ -10,7 +10,7 @@ import subprocess
 import threading
 import time
 
-from laglab.pod_counters import PodStream, parse_block
+from laglab.measurement.pod_counters import PodStream, parse_block
 
 from .conftest import wait_until
 

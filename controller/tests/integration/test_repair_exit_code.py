@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import subprocess
 
-from laglab.db import connect
 from laglab.replicators import handover
+from laglab.replicators.db import connect
 from laglab.replicators.native import NativeLink
 
 from .conftest import ROOT, query, wait_until

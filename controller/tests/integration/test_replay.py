@@ -83,7 +83,7 @@ def within(replayed: float, original: float, share: float = 0.10) -> bool:
 def test_a_replayed_profile_has_the_original_shape(source_ep, compose, api, tmp_path):
     import pymysql
 
-    from laglab.db import connect
+    from laglab.replicators.db import connect
 
     table = "lab.replay_probe"
 

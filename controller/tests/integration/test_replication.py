@@ -4,7 +4,7 @@ import csv
 import time
 from pathlib import Path
 
-from laglab.db import server_dialect
+from laglab.replicators.db import server_dialect
 
 from .conftest import ROOT, query, try_query, wait_until
 

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from laglab.db import server_dialect
+from laglab.replicators.db import server_dialect
 
 from .conftest import query, wait_until
 

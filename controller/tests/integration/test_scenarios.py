@@ -76,7 +76,7 @@ def test_max_pressure_quick_search_finds_the_knee_on_a_2_mbit_link(api):
     held, failed = probes[good], probes[bad]
     assert held["probe"]["verdict"] == "sustained" and held["lag_slope_ci"]["high"] < 0.01, held
     # Not sustained, or undecided twice (its repeat, with a window twice as long), which the search
-    # itself counts as not sustained (scenarios/search.py).
+    # itself counts as not sustained (scenarios/analysis/knee_search.py).
     verdict = failed["probe"]["verdict"]
     assert verdict == "not sustained" or (verdict == "undecided" and failed["probe"]["window_factor"] == 2), failed
     # The failing probe filled the link (its measured goodput), while the one that held did not need to.

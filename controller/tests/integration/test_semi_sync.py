@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from laglab.db import connect
+from laglab.replicators.db import connect
 
 from .conftest import ROOT, query
 

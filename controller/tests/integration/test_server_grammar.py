@@ -4,8 +4,8 @@ MariaDB 10.5, 11.8 and a cross-version pair: test_server_versions.py."""
 
 from __future__ import annotations
 
-from laglab.db import Dialect, connect
 from laglab.replicators import native
+from laglab.replicators.db import Dialect, connect
 
 from .conftest import ROOT, query, wait_until
 from .server_probe import grammar_disagreements, option_names, unknown_options

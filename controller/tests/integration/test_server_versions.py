@@ -20,9 +20,9 @@ import subprocess
 import pymysql
 import pytest
 
-from laglab.client import Client
-from laglab.db import Dialect, Endpoint, connect
+from laglab.cli.client import Client
 from laglab.replicators import native
+from laglab.replicators.db import Dialect, Endpoint, connect
 
 from .conftest import ROOT, query, wait_until
 from .server_probe import grammar_disagreements, option_names, unknown_options

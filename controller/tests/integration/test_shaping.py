@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from laglab import counters
+from laglab.measurement import counters
 from laglab.shaping.userspace import chain_name
 
 from .conftest import ROOT, wait_until
@@ -312,7 +312,7 @@ def test_a_links_other_traffic_is_measured_beside_iperf3_and_shares_the_rate(api
     counts them (an iptables counting chain in the sender's OUTPUT: all bytes to the peer minus iperf3's
     port) and a rate is verified when iperf3 and that traffic add up to it. The other traffic here: a
     second iperf3, UDP at 1 Mbit/s, from loadgen to a server in mysql-target's namespace."""
-    from laglab.scenarios.measure import rate_verified
+    from laglab.scenarios.run.measure import rate_verified
 
     project = settings.COMPOSE_PROJECT_NAME
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 
-from laglab.client import Client
+from laglab.cli.client import Client
 from tests.polling import wait_until
 
 from .conftest import ROOT

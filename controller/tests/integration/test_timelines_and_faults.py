@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from laglab.db import connect
+from laglab.replicators.db import connect
 from tests.capture import Capture
 
 from .conftest import wait_until

@@ -22,12 +22,12 @@ from pathlib import Path
 
 import pytest
 
-from laglab.executor import Executor
+from laglab.measurement.stats import percentile
 from laglab.platforms import Bridge, LabContainer
 from laglab.shaping import backends
+from laglab.shaping.executor import Executor
 from laglab.shaping.manager import ShapingManager
 from laglab.shaping.userspace import chain_name
-from laglab.stats import percentile
 
 from ..polling import wait_until
 

@@ -18,9 +18,9 @@ import time
 import pytest
 
 from laglab.errors import status_of
+from laglab.measurement.stats import percentile
 from laglab.shaping.manager import ShapingError
 from laglab.shaping.params import parse_request
-from laglab.stats import percentile
 
 from ..probes import CONNECT, LISTEN
 from .conftest import (
@@ -557,7 +557,7 @@ def test_a_capture_shows_the_delay_where_the_backend_holds_packets(manager, back
     one-way delay on both backends. Between the two files: the userspace backend holds packets on the
     bridge, so the receiver sees each 20 ms after the sender's eth0 did; netem holds them on the sender's
     egress before eth0, so both files see a packet at nearly one time."""
-    from laglab.captures import Captures
+    from laglab.measurement.captures import Captures
 
     from ..capture import echo_requests_sent_at
 

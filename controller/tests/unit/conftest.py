@@ -8,7 +8,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from laglab.scenarios.runner import ScenarioRun
+from laglab.scenarios.run.runner import ScenarioRun
+
+from .fakes import run_parts, shaping_manager
 
 
 @pytest.fixture
@@ -18,7 +20,9 @@ def scenario_runs(tmp_path):
     made = []
 
     def make(plan, lab=None, text=""):
-        made.append(ScenarioRun(lab, plan, tmp_path, text))
+        """`lab`: the platform and executor the run's TCP buffers go through, when a test gives them."""
+        given = {} if lab is None else {"platform": lab.platform, "executor": lab.executor}
+        made.append(ScenarioRun(run_parts(shaping_manager(tmp_path), **given), plan, tmp_path, text))
         return made[-1]
 
     yield make

@@ -1,10 +1,12 @@
 """The unit tests' fakes, one per seam, each behaving as the real side does: a PyMySQL connection
 (every statement logged, `answer(sql, args)` says what rows it returns), the Docker API, the Platform,
 a dry-run executor; and for runs and timelines the real ShapingManager over them (`shaping_manager`),
-a `Spy` that records the order of calls, and the lab a ScenarioRun uses (`RunLab`)."""
+a `Spy` that records the order of calls, and the parts a ScenarioRun drives (`run_parts`)."""
 
-from laglab import tcp_buffers
-from laglab.executor import Executor
+import threading
+
+from laglab.shaping import tcp_buffers
+from laglab.shaping.executor import Executor
 
 
 class FakeConnection:
@@ -305,17 +307,60 @@ class IdleLoad:
         return False  # as LoadGenerator answers when no mysqlslap of `owner` runs
 
 
-class RunLab:
-    """What a ScenarioRun uses of the lab, for unit tests: the shaping given (shaping_manager's), an idle
-    load generator, a lag recorder's feed (results.Fanout), the shaping's platform, no link counters,
-    cluster members or dashboard events; problems as the controller keeps them."""
+def run_parts(shaping, **given):
+    """What a ScenarioRun drives (scenarios/run/parts.py), for unit tests: the shaping given
+    (shaping_manager's), the real FaultManager and Captures over its platform, an idle load generator,
+    the recorders' feeds (results.Fanout, published by the test), problems and events as the controller
+    keeps them, the environment described as nothing, the wall's clock; `given` replaces any of them."""
+    from laglab.deadline import WALL
+    from laglab.faults import FaultManager
+    from laglab.measurement.captures import Captures
+    from laglab.measurement.results import Fanout
+    from laglab.replicators import KINDS
+    from laglab.replicators.base import Parts
+    from laglab.scenarios.run import measure
+    from laglab.scenarios.run.parts import RunParts
+    from laglab.state.events import Events
+    from laglab.state.problems import Problems
 
-    def __init__(self, shaping):
-        from laglab.problems import Problems
-        from laglab.results import Fanout
+    platform, executor = shaping.platform, shaping.executor
+    parts = dict(
+        shaping=shaping, faults=FaultManager(platform, settle_timeout=5),
+        captures=Captures(platform, executor, shaping, str(shaping.state_path.parent / "captures")),
+        load=IdleLoad(), events=Events(), problems=Problems(), platform=platform, executor=executor,
+        lag=Fanout("lag"), links=Fanout("links"), nodes=Fanout("cluster lag"),
+        kinds=lambda kind: KINDS[kind](Parts(None, None, None, platform)), describe=dict,
+        verify=lambda plan: measure.verify_link(platform, executor, plan), workers=list, state_dir=shaping.state_path.parent, clock=WALL,
+    )  # fmt: skip
+    parts.update(given)
+    return RunParts(**parts)
 
-        self.shaping, self.load, self.counters, self.events, self.clusters = shaping, IdleLoad(), None, None, None
-        self.platform, self.executor = shaping.platform, shaping.executor
-        self.problems = Problems()
-        self.source = self.target = None
-        self.recorder = type("Recorder", (), {"feed": Fanout("lag")})()
+
+class VirtualClock:
+    """Virtual time (#52.5) that one thread moves on, a tick at a time (`tick`): a run's waits, its
+    recorders' samples and its load's rows read it, and a wait ends once the virtual time passes its
+    deadline (or its event is set). Nothing else moves it, so a starved thread cannot make it jump:
+    what the ticking thread computes per tick (the synthetic lab's physics) is exact whatever the host's
+    load, and the others act at the virtual time they reach."""
+
+    def __init__(self, start: float = 1_800_000_000.0):
+        self._start = self._now = start
+        self._moved = threading.Condition()
+
+    def time(self) -> float:
+        return self._now
+
+    def monotonic(self) -> float:
+        return self._now - self._start + 1000.0
+
+    def tick(self, seconds: float) -> None:
+        with self._moved:
+            self._now += seconds
+            self._moved.notify_all()
+
+    def wait(self, event, seconds: float) -> bool:
+        deadline = self._now + max(0.0, seconds)
+        with self._moved:
+            while not event.is_set() and self._now < deadline:
+                self._moved.wait(0.002)  # a set event does not notify: looked at again within 2 ms
+        return event.is_set()

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import re
 
-from laglab.db import parse_version
+from laglab.replicators.db import parse_version
 
 from .fakes import FakeConnection
 

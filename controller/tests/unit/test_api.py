@@ -1,9 +1,9 @@
 import collections
 import re
 
+from laglab.api.openapi import document
 from laglab.app import create_app
-from laglab.lag import LagSample
-from laglab.openapi import document
+from laglab.measurement.lag import LagSample
 
 from ..conftest import authorized
 

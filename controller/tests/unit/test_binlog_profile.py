@@ -1,4 +1,4 @@
-"""The write profile read from a binlog (laglab/binlog_profile.py), against the real tools' output:
+"""The write profile read from a binlog (laglab/load/binlog_profile.py), against the real tools' output:
 tests/unit/fixtures/binlog/mysql-9.7.4-row.txt is `mysqlbinlog -vv --base64-output=decode-rows` 9.7.4-2
 (Debian's, the lab's MySQL image) on a binlog written by its server for five transactions (CREATE
 DATABASE, CREATE TABLE, one INSERT, a transaction of two INSERTs and an UPDATE, one DELETE);
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from laglab.binlog_profile import BinlogError, Reader, check, profile
+from laglab.load.binlog_profile import BinlogError, Reader, check, profile
 
 FIXTURES = Path(__file__).parent / "fixtures" / "binlog"
 
@@ -90,7 +90,7 @@ def test_the_flavour_is_read_from_the_servers_own_header(tmp_path):
     """mysql-9.7.4-head.bin: the first 80 bytes of a binlog MySQL 9.7.4 wrote (magic 0xfe 'bin', then its
     Format_description event with the server version at byte 25). MariaDB writes its own version
     there ('10.11.6-MariaDB-...'): the same bytes with that version are read as MariaDB's."""
-    from laglab.binlog_profile import VERSION_AT, decoder_argv, written_by
+    from laglab.load.binlog_profile import VERSION_AT, decoder_argv, written_by
 
     head = (FIXTURES / "mysql-9.7.4-head.bin").read_bytes()
     assert head[VERSION_AT : VERSION_AT + 7] == b"9.7.4-2"
@@ -107,7 +107,7 @@ def test_the_flavour_is_read_from_the_servers_own_header(tmp_path):
 
 
 def test_a_missing_file_is_named():
-    from laglab.binlog_profile import read_file
+    from laglab.load.binlog_profile import read_file
 
     with pytest.raises(BinlogError, match=r"file: /nonexistent/binlog\.000001: no such file"):
         read_file("/nonexistent/binlog.000001", {})

@@ -1,12 +1,12 @@
-"""Each bottleneck model's prediction (scenarios/bottleneck.py) against figures whose answer is known:
+"""Each bottleneck model's prediction (scenarios/analysis/bottleneck.py) against figures whose answer is known:
 measured here, published, or seen against a real agent."""
 
 from __future__ import annotations
 
 import pytest
 
-from laglab.scenarios import bottleneck
-from laglab.scenarios.bottleneck import Tolerance, explain, tcp_bound_mbit
+from laglab.scenarios.analysis import bottleneck
+from laglab.scenarios.analysis.bottleneck import Tolerance, explain, tcp_bound_mbit
 
 
 def replication_point(n, binlog, link, slope, goodput=1.93, rtt_ms=250.0, replicator=None, ci=None, **extra):

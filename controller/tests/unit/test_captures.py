@@ -1,4 +1,4 @@
-"""Captures of a link (laglab/captures.py): what is refused and why, how tcpdump is started and
+"""Captures of a link (laglab/measurement/captures.py): what is refused and why, how tcpdump is started and
 stopped, the size bound, the shaping side file, the report's section, the API's refusals. tcpdump
 itself is fake_tcpdump.py here (this host has none): it answers with tcpdump 4.99's own words; the real
 one runs in tests/integration/test_captures.py (the lab) and tests/kernel (User-mode Linux)."""
@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from laglab import limits
-from laglab.captures import Captures, Side, tcpdump_argv
 from laglab.errors import Kind, LabError
-from laglab.executor import Executor, NamespaceGone
+from laglab.measurement.captures import Captures, Side, tcpdump_argv
 from laglab.platforms import LabContainer
-from laglab.scenarios import report_captures
+from laglab.scenarios.report import captures as report_captures
+from laglab.shaping.executor import Executor, NamespaceGone
 from laglab.shaping.params import parse_request
 
 from .fakes import FakePlatform, shaping_manager
@@ -147,7 +147,7 @@ def test_a_container_that_went_away_is_not_entered(captures):
 
 def test_a_tcpdump_that_cannot_start_is_said_with_its_words(tmp_path, monkeypatch):
     monkeypatch.setattr(
-        "laglab.captures.tcpdump_argv",
+        "laglab.measurement.captures.tcpdump_argv",
         lambda ip, s, n, f: ["eth9" if a == "eth0" else a for a in tcpdump_argv(ip, s, n, f)],
     )
     platform = FakePlatform.running_services("a", "b")
@@ -206,17 +206,18 @@ def test_tcpdumps_counts_are_read_as_it_writes_them():
 
 
 def test_a_capture_step_captures_for_its_duration_into_the_runs_folder(captures, tmp_path):
-    from types import SimpleNamespace
 
-    from laglab.scenarios.spec import load_text
-    from laglab.scenarios.timeline import TimelineRun
+    from laglab.deadline import WALL
+    from laglab.scenarios.plan import load_text
+    from laglab.scenarios.run.parts import TimelineParts
+    from laglab.scenarios.run.timeline import TimelineRun
 
     from ..polling import wait_until
 
     plan = load_text("name: t\nload: {duration: 5s}\ntimeline:\n"
                      "  - {at: 0.1s, duration: 1s, capture: {link: [mysql-source, mysql-target], snaplen: 128}}\n")  # fmt: skip
     events = []
-    lab = SimpleNamespace(shaping=captures.shaping, captures=captures)
+    lab = TimelineParts(captures.shaping, None, captures, WALL)  # a capture step changes no fault
     timeline = TimelineRun(lab, plan.points[0].plan().timeline, 5, 2, events.append, folder=tmp_path / "run")
     timeline.start(time.time())
     wait_until(lambda: len(events) >= 2, timeout=10)
@@ -243,7 +244,8 @@ def test_a_capture_step_captures_for_its_duration_into_the_runs_folder(captures,
     ],
 )
 def test_a_capture_step_out_of_its_bounds_is_refused_naming_the_key(step, message):
-    from laglab.scenarios.spec import ScenarioError, load_text
+    from laglab.scenarios.plan import load_text
+    from laglab.scenarios.schema.scenario import ScenarioError
 
     with pytest.raises(ScenarioError) as caught:
         load_text(f"name: t\nload: {{duration: 700s}}\ntimeline:\n  - {step}\n")

@@ -12,7 +12,7 @@ import yaml
 
 from laglab.errors import status_of
 from laglab.platforms import pod_chaos
-from laglab.scenarios.spec import load_text
+from laglab.scenarios.plan import load_text
 from laglab.scenarios.steps.target import Target
 from laglab.shaping import chaos_mesh
 from laglab.shaping.impairment import Impairment

@@ -312,7 +312,7 @@ def test_every_help_example_parses_as_written(monkeypatch, tmp_path):
 
 def test_a_ticket_becomes_a_scenario_file_that_validates(tmp_path):
     """#36.4: one command from a ticket's numbers to a scenario to edit and run (no lab needed)."""
-    from laglab.scenarios.spec import load_file
+    from laglab.scenarios.plan import load_file
 
     out = tmp_path / "ticket-4711.yaml"
     args = ["scenario", "new", "ticket-4711", "--rtt", "180ms", "--rate", "2mbit", "--loss", "0.1%",

@@ -6,8 +6,8 @@ import collections
 
 import pymysql
 
-from laglab import cluster_lag
-from laglab.db import Endpoint
+from laglab.measurement import cluster_lag
+from laglab.replicators.db import Endpoint
 
 
 class FakeCursor:

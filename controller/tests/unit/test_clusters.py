@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 
 from laglab import config
-from laglab.db import Dialect
 from laglab.replicators import CLUSTERS
+from laglab.replicators.db import Dialect
 from laglab.replicators.galera import Galera
 from laglab.replicators.group_replication import GroupReplication, gtid_count, recovery_statements
 from laglab.replicators.native import semi_sync_statements
-from laglab.scenarios import report
-from laglab.scenarios.spec import load_file
+from laglab.scenarios.plan import load_file
+from laglab.scenarios.report import markdown as report
+from laglab.scenarios.report import table
 
 from .fakes import FakeConnection
 
@@ -169,14 +170,14 @@ def test_cluster_report_from_a_stored_run(tmp_path):
     run = tmp_path / "run"
     shutil.copytree(FIXTURES / "cluster-run", run)
     summary = json.loads((run / "summary.json").read_text())
-    tables = report.cluster_tables(summary)
+    tables = table.cluster_tables(summary)
     assert sorted(tables) == ["galera", "group-replication"]
     assert tables["galera"]["threads"] == [1, 16] and tables["galera"]["delays"] == [100.0]
     text = report.render(run).read_text()
     assert "## galera: seconds per run (rows: concurrency; columns: extra delay on one node)" in text
     assert "| threads | +100 ms |" in text
     seconds = tables["group-replication"]["seconds"]
-    assert f"| 16 | {report._fmt(seconds[(16, 100.0)], 2)} |" in text
+    assert f"| 16 | {table.fmt(seconds[(16, 100.0)], 2)} |" in text
     assert "same checksum on all three nodes" in text
     assert (run / "cluster.png").stat().st_size > 1000
     assert not (run / "sweep.png").exists()

@@ -1,7 +1,7 @@
-from laglab.counters import Counters, acct_rules, chain_name, parse_acct, read_net_dev
-from laglab.executor import Executor
+from laglab.measurement.counters import Counters, acct_rules, chain_name, parse_acct, read_net_dev
+from laglab.measurement.results import Run
 from laglab.platforms import LabContainer
-from laglab.results import Run
+from laglab.shaping.executor import Executor
 
 from .fakes import FakePlatform
 

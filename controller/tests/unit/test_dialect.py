@@ -1,6 +1,6 @@
 import pytest
 
-from laglab.db import Dialect, quote_identifier, replica_field
+from laglab.replicators.db import Dialect, quote_identifier, replica_field
 
 
 @pytest.mark.parametrize(
@@ -65,7 +65,7 @@ def test_identifier_quoting():
 
 
 def test_the_one_gtid_wait():
-    from laglab.db import Dialect, wait_executed
+    from laglab.replicators.db import Dialect, wait_executed
 
     class Cursor:
         def __init__(self, done):
@@ -98,7 +98,7 @@ def test_a_runs_gtid_wait_is_one_second_waits_that_a_cancel_ends():
     Reference Manual gives them (14.18.2 "Functions Used with GTIDs", WAIT_FOR_EXECUTED_GTID_SET: 0
     once the set is executed, 1 when the timeout passed first; MariaDB's MASTER_GTID_WAIT: 0 or -1),
     and the SQL's `= 0` makes them `done`."""
-    from laglab.db import Dialect, wait_executed
+    from laglab.replicators.db import Dialect, wait_executed
 
     class Server:
         def __init__(self, executed_after: int):
@@ -146,7 +146,7 @@ def test_the_replica_retries_a_lost_source_for_a_day():
 
 
 def test_a_healthy_replica_of_an_older_lab_gets_the_retry_settings():
-    from laglab.db import Endpoint
+    from laglab.replicators.db import Endpoint
     from laglab.replicators.native import configure_target
 
     from .fakes import FakeConnection

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from laglab.api.openapi import document
 from laglab.app import create_app
-from laglab.openapi import document
 
 ROOT = Path(__file__).resolve().parents[3]
 PAGES = sorted((ROOT / "docs").glob("*.md"))

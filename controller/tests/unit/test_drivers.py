@@ -8,7 +8,7 @@ import pytest
 
 from laglab.replicators import dm, dtle
 from laglab.replicators.base import metrics_summary
-from laglab.scenarios.spec import load_text
+from laglab.scenarios.plan import load_text
 
 from .fakes import FakePlatform
 
@@ -145,7 +145,7 @@ def test_an_agent_that_does_not_answer_is_a_gap_with_its_reason_not_a_failed_run
 
 
 def test_the_report_names_the_gaps_and_the_directions():
-    from laglab.scenarios.report import replicator_lines
+    from laglab.scenarios.report.markdown import replicator_lines
 
     metrics = {"max_delay_seconds": 2.0, "forward_mbit": 1.5, "back_mbit": 0.01,
                "gaps": [{"agent": "dtle-dst", "from": 11.0, "to": 31.0, "samples": 21, "reason": "ConnectionError: failed to resolve"}]}  # fmt: skip

@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from laglab import consistency
-from laglab.lag import LagSample
-from laglab.replicators import dtle
-from laglab.scenarios.spec import load_text
+from laglab.measurement.lag import LagSample
+from laglab.replicators import consistency, dtle
+from laglab.scenarios.plan import load_text
 
 from .fakes import FakePlatform
 
@@ -314,7 +313,7 @@ def test_caught_up_on_a_delayed_link_is_a_newer_heartbeat_not_a_lag_of_zero():
 
 
 def test_the_report_shows_dtles_delay_beside_the_heartbeat_lag():
-    from laglab.scenarios.report import replicator_lines
+    from laglab.scenarios.report.markdown import replicator_lines
 
     point = {"point": 1, "params": {"load.rate": 300}, "max_lag_seconds": 1.312,
              "replicator_metrics": {"max_delay_seconds": 1.0, "forward_mbit": 0.34, "back_mbit": 0.01}}  # fmt: skip

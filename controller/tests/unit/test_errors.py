@@ -56,3 +56,13 @@ def test_poll_returns_the_first_truthy_value_and_sleeps_through_the_callers_slee
     assert status_of(caught.value) == 504
     with pytest.raises(RuntimeError, match="its own words"):
         poll(lambda: False, 0.01, 0.005, timed_out=lambda: RuntimeError("its own words"))
+
+
+def test_poll_tells_the_value_from_whether_it_is_the_answer():
+    """#52.3: a value that is falsy can be the answer (an exec's PID of 0 once it is over, as Docker's
+    exec inspect says it: `Pid: 0, Running: false`); `done` says which value ends the wait."""
+    from laglab.deadline import poll
+
+    answers = iter([{"Pid": 0, "Running": True}, {"Pid": 0, "Running": False}, {"Pid": 42, "Running": True}])
+    over = poll(lambda: next(answers), 5, 0.05, sleep=lambda _s: None, done=lambda i: i["Pid"] or not i["Running"])
+    assert over == {"Pid": 0, "Running": False}

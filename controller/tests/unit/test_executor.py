@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from laglab.executor import CommandError, Executor, TcBatch
+from laglab.shaping.executor import CommandError, Executor, TcBatch
 
 SHOW = ["tc", "qdisc", "show", "dev", "lo"]
 MISSING = ["tc", "qdisc", "replace", "dev", "laglab-none0", "root", "handle", "1:", "htb"]
@@ -57,7 +57,7 @@ def test_a_failed_command_raises_with_tcs_message(monkeypatch):
     """Through Executor.tc, with nsenter bypassed (the unit test has no container to enter)."""
     executor = Executor()
     monkeypatch.setattr(executor, "_enter", lambda pid, argv: list(argv))
-    monkeypatch.setattr("laglab.executor.os.stat", lambda path: type("S", (), {"st_ino": 1})())
+    monkeypatch.setattr("laglab.shaping.executor.os.stat", lambda path: type("S", (), {"st_ino": 1})())
     try:
         with pytest.raises(CommandError) as caught:
             executor.tc([SHOW, MISSING], netns_pid=subprocess.os.getpid())

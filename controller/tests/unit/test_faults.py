@@ -4,10 +4,10 @@ refuses (with the field named), and undo after the duration."""
 import pytest
 
 from laglab.errors import status_of
-from laglab.events import Events
 from laglab.faults import FaultError, FaultManager
 from laglab.platforms import LabContainer
 from laglab.platforms.docker import DockerPlatform
+from laglab.state.events import Events
 
 from ..polling import wait_until
 

@@ -1,4 +1,4 @@
-"""docs/ parts generated from the code (laglab.generated_docs): every `laglab` command and option in
+"""docs/ parts generated from the code (laglab.api.generated_docs): every `laglab` command and option in
 docs/cli.md, every scenario key in docs/scenarios.md. Stale when the code changed and `make docs` was
 not run: this test fails and says which page."""
 
@@ -7,11 +7,11 @@ from pathlib import Path
 import click
 import pytest
 
-from laglab import generated_docs
+from laglab.api import generated_docs
 from laglab.cli import cli
-from laglab.cli.reference import commands
-from laglab.scenarios import reference
-from laglab.scenarios.spec import SWEEPABLE
+from laglab.cli.usage import commands
+from laglab.scenarios.schema import keys as reference
+from laglab.scenarios.schema.scenario import SWEEPABLE
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -89,7 +89,8 @@ def test_every_shipped_scenario_says_what_a_user_should_see():
     import re
 
     from laglab.replicators import KINDS
-    from laglab.scenarios.spec import METRICS, load_file
+    from laglab.scenarios.plan import load_file
+    from laglab.scenarios.schema.fields import METRICS
 
     for path in sorted((ROOT / "scenarios").glob("*.yaml")):
         text = path.read_text()

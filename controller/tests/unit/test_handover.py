@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from laglab.consistency import mariadb_errant
-from laglab.db import Dialect, Endpoint
 from laglab.replicators import handover
+from laglab.replicators.consistency import mariadb_errant
+from laglab.replicators.db import Dialect, Endpoint
 from laglab.replicators.dtle import dtle_job_state
 from laglab.replicators.native import configure_target
 
@@ -194,7 +194,7 @@ class _Flavor:
 def _race(monkeypatch, source_reads: list[str], target: str):
     """consistency.check with the servers' GTID sets scripted: the source's reads in order (the last
     one repeats), the target's one set; GTID_SUBTRACT as the server computes it (minus())."""
-    from laglab import consistency
+    from laglab.replicators import consistency
 
     reads = iter(source_reads)
     last = {"set": source_reads[0]}
@@ -208,7 +208,7 @@ def _race(monkeypatch, source_reads: list[str], target: str):
     monkeypatch.setattr(consistency, "connect", lambda endpoint, **kw: endpoint)
     monkeypatch.setattr(consistency, "server_dialect", lambda conn: _Flavor())
     monkeypatch.setattr(consistency, "executed_gtids", executed)
-    monkeypatch.setattr(consistency, "wait_executed", lambda conn, dialect, gtids, timeout: True)
+    monkeypatch.setattr(consistency, "wait_executed", lambda conn, dialect, gtids, timeout, sleep=None: True)
     monkeypatch.setattr(consistency, "lab_tables", lambda conn: set())
     monkeypatch.setattr(
         consistency, "errant_gtids", lambda conn, dialect, source, target_set: minus(target_set, source)

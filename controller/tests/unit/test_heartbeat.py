@@ -1,4 +1,4 @@
-from laglab.lag import applier_lag, frontier_lag, heartbeat_age, make_sample
+from laglab.measurement.lag import applier_lag, frontier_lag, heartbeat_age, make_sample
 
 STATUS = {"Replica_IO_Running": "Yes", "Replica_SQL_Running": "Yes", "Seconds_Behind_Source": 0}
 WRITTEN = [(10, 100.0), (11, 100.1), (12, 100.2), (13, 100.3)]
@@ -64,7 +64,7 @@ def test_mariadb_status_names():
 
 
 def test_the_lag_split_of_a_transaction_seen_queued_is_exact():
-    from laglab.lag import LagSplit
+    from laglab.measurement.lag import LagSplit
 
     split = LagSplit()
     split.observe("u:7", 100.0, 100.4)  # committed at 100.0, queued 0.4 s later (the network)
@@ -73,7 +73,7 @@ def test_the_lag_split_of_a_transaction_seen_queued_is_exact():
 
 
 def test_the_lag_split_borrows_the_transit_of_the_nearest_queued_one_and_adds_up():
-    from laglab.lag import LagSplit
+    from laglab.measurement.lag import LagSplit
 
     split = LagSplit()
     split.observe("u:5", 100.0, 100.3)
@@ -88,9 +88,9 @@ def test_the_lag_split_borrows_the_transit_of_the_nearest_queued_one_and_adds_up
 def test_the_sampler_reads_the_replica_status_every_second_and_performance_schema_every_100_ms(tmp_path, monkeypatch):
     """At a 10 ms heartbeat SHOW REPLICA STATUS every sample was most of the recorder's CPU: its
     Seconds_Behind_Source moves in whole seconds; the applier timestamps feed the lag split."""
-    from laglab import lag
-    from laglab.db import Dialect, Endpoint
-    from laglab.results import Run
+    from laglab.measurement import lag
+    from laglab.measurement.results import Run
+    from laglab.replicators.db import Dialect, Endpoint
 
     from .fakes import FakeConnection
 
@@ -119,7 +119,7 @@ def test_the_sampler_reads_the_replica_status_every_second_and_performance_schem
 
 
 def test_the_window_counts_back_from_the_newest_sample_and_after_an_epoch():
-    from laglab.lag import LagSample, window
+    from laglab.measurement.lag import LagSample, window
 
     samples = [LagSample(time="", epoch=float(e), status="ok") for e in range(100, 111)]
     assert [s.epoch for s in window(samples, 3)] == [107.0, 108.0, 109.0, 110.0]
@@ -130,7 +130,7 @@ def test_the_window_counts_back_from_the_newest_sample_and_after_an_epoch():
 def test_the_frontier_uses_the_writes_return_times_and_says_its_error():
     """Issue #23: the controller's clock alone. The held heartbeat's time is when its write returned
     (from what was written), not the row's time; the error is half the gap between the two writes."""
-    from laglab.lag import frontier, unapplied
+    from laglab.measurement.lag import frontier, unapplied
 
     written = [(10, 100.05), (11, 100.15), (12, 100.25), (13, 100.35)]  # returned 50 ms after each row's ts
     assert unapplied(written, 11) == [(11, 100.15), (12, 100.25)]
@@ -153,9 +153,9 @@ def test_a_replica_whose_clock_is_off_reads_the_same_lag():
 def test_further_replicas_are_read_each_on_its_own_connection_and_let_go(tmp_path, monkeypatch):
     """A scaled mysql-target (Kubernetes): the recorder reads every replica the watch reports against
     the same heartbeats, each with its own connection and figures; one no longer running is let go."""
-    from laglab import lag
-    from laglab.db import Dialect, Endpoint
-    from laglab.results import Run
+    from laglab.measurement import lag
+    from laglab.measurement.results import Run
+    from laglab.replicators.db import Dialect, Endpoint
 
     from .fakes import FakeConnection
 

@@ -3,9 +3,9 @@ and the warning in report.md and summary.json's words."""
 
 import json
 
-from laglab import hostload
-from laglab.hostload import Reading, summary
-from laglab.scenarios import report
+from laglab.measurement import hostload
+from laglab.measurement.hostload import Reading, summary
+from laglab.scenarios.report import markdown as report
 
 
 def series(runnable: list[int], busy_per_step=150, total_per_step=200, own_per_step=5):

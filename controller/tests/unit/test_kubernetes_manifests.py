@@ -96,7 +96,7 @@ def test_the_shaper_component_is_the_one_privileged_pod_and_says_so():
     pod = shaper["spec"]
     assert pod["hostPID"] and pod["hostNetwork"] and shaper["metadata"]["labels"]["laglab.shaped"] == "never"
     (container,) = pod["containers"]
-    assert container["command"] == ["python", "-m", "laglab.node_shaper"]
+    assert container["command"] == ["python", "-m", "laglab.shaping.node_shaper"]
     assert container["securityContext"] == {"capabilities": {"add": ["NET_ADMIN", "SYS_ADMIN", "SYS_PTRACE"]}}
     assert not any("hostPath" in volume for volume in pod.get("volumes", []))
     assert {e["name"] for e in container["env"]} == {"NODE_NAME", "LAB_NAMESPACE", "SHAPING_BACKEND"}

@@ -14,7 +14,6 @@ import pytest
 from laglab.app import create_app
 from laglab.config import ConfigError
 from laglab.errors import Kind, status_of
-from laglab.executor import Executor
 from laglab.faults import FaultManager
 from laglab.faults.base import FaultError
 from laglab.platforms import PlatformError
@@ -23,6 +22,7 @@ from laglab.platforms.kube_api import KubeApi, KubeError
 from laglab.platforms.kubernetes import KubernetesPlatform
 from laglab.shaping.backends import choose as choose_backend
 from laglab.shaping.chaos_mesh import ChaosMeshBackend
+from laglab.shaping.executor import Executor
 from laglab.shaping.manager import ShapingManager
 from laglab.shaping.params import ShapingError, parse_request
 
@@ -349,7 +349,7 @@ def test_the_controller_on_kubernetes_shapes_through_its_api(kube, tmp_path):
 
 
 def test_a_load_streams_through_exec_and_stops_with_pkill_in_loadgen(kube, platform):
-    from laglab.load import LoadGenerator, Profile
+    from laglab.load.generator import LoadGenerator, Profile
 
     class Settings:
         LAB_USER, LAB_PASSWORD, LAB_DATABASE = "lab", "lab", "lab"
@@ -444,8 +444,8 @@ def test_a_scaled_statefulsets_pods_are_services_of_their_own(scaled, tmp_path):
 def test_the_setup_job_sets_up_every_replica_the_statefulset_asks_for(scaled, monkeypatch):
     """The replication-setup Job reads spec.replicas through the API (its Role may get that one
     StatefulSet and nothing else) and reaches pod k through the headless Service; forbidden, it says so."""
-    from laglab.db import Endpoint
     from laglab.replicators import setup_job
+    from laglab.replicators.db import Endpoint
 
     kube, _ = scaled
     env = {"KUBERNETES_API_URL": kube.url, "KUBERNETES_NAMESPACE": NS, "LAGLAB_TARGET_STATEFULSET": "mysql-target"}

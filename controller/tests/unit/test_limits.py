@@ -15,7 +15,8 @@ import pytest
 from laglab import limits
 from laglab.errors import status_of
 from laglab.faults import FaultError
-from laglab.scenarios.spec import ScenarioError, load_text
+from laglab.scenarios.plan import load_text
+from laglab.scenarios.schema.scenario import ScenarioError
 from laglab.shaping.manager import ShapingError
 
 from .test_faults import FakeContainers
@@ -140,7 +141,7 @@ def test_partitions_are_bounded_and_a_member_is_named_once(tmp_path):
 
 def test_one_consistency_check_at_a_time(app, client, monkeypatch):
     """Eight of them held every server thread for up to ten minutes; the second is 409 at once."""
-    from laglab import consistency
+    from laglab.replicators import consistency
 
     inside, release = threading.Event(), threading.Event()
 
@@ -176,7 +177,7 @@ def test_the_controllers_memory_is_bounded_as_the_docs_say():
 
 
 def test_the_openapi_document_states_every_limit():
-    from laglab.openapi import document
+    from laglab.api.openapi import document
 
     text = document()["info"]["description"]
     assert all(f"{limit.name} {limit.value} {limit.unit}" in text for limit in limits.LIMITS.values())

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from laglab.app import create_app
-from laglab.load import LoadBusy, LoadGenerator, Profile
+from laglab.load.generator import LoadBusy, LoadGenerator, Profile
 from laglab.platforms import LabContainer
 from laglab.platforms.docker import DockerPlatform
 
@@ -95,7 +95,7 @@ def generator():
 def test_no_password_is_on_a_command_line(generator):
     """Host `ps`, Docker's exec events and Kubernetes audit logs show argv: loadgen writes the option files
     from its own environment with sh's builtin printf, and the tools read them."""
-    from laglab.load import WRITE_OPTIONS
+    from laglab.load.generator import WRITE_OPTIONS
 
     generator.start(Profile(), 30)
     argvs = [call[2] for call in generator.platform.client.api.calls if call[0] == "exec_create"]

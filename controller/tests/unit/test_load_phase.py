@@ -9,12 +9,13 @@ driver message (src/drivers/mysql/drv_mysql.c: "unable to connect to MySQL serve
 
 from __future__ import annotations
 
+import time
 from types import SimpleNamespace
 
 import pytest
 
-from laglab.scenarios.measure import LoadPhase, Window
-from laglab.scenarios.spec import load_text
+from laglab.scenarios.plan import load_text
+from laglab.scenarios.run.measure import LoadPhase, Window
 
 LOST = "FATAL: unable to connect to MySQL server on host 'mysql-source', port 3306, aborting..."
 
@@ -39,7 +40,8 @@ class DroppedLoad:
 def phase(load, sleep, reconnect=True) -> LoadPhase:
     text = f"name: x\nload: {{rate: 10, duration: 60s, reconnect: {str(reconnect).lower()}}}\nwarmup: 0s\n"
     plan = load_text(text).points[0].plan().load
-    return LoadPhase(SimpleNamespace(load=load), plan, 1, "run-1", [], sleep)
+    clock = SimpleNamespace(sleep=sleep, time=time.time, monotonic=time.monotonic)  # the run's, its sleep given
+    return LoadPhase(load, plan, 1, "run-1", [], clock)
 
 
 def test_a_dropped_sysbench_is_started_again_a_second_later_and_each_restart_counted():

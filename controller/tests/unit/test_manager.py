@@ -5,9 +5,9 @@ import time
 import pytest
 
 from laglab.errors import status_of
-from laglab.executor import CommandError, Executor
 from laglab.platforms import LabContainer
 from laglab.shaping import backends
+from laglab.shaping.executor import CommandError, Executor
 from laglab.shaping.manager import ShapingError, ShapingManager
 from laglab.shaping.params import parse_request
 from laglab.shaping.userspace import chain_name, queue_numbers
@@ -129,7 +129,7 @@ def test_unknown_and_unshapeable_services(tmp_path):
 
 
 def test_changes_are_recorded_as_events(tmp_path):
-    from laglab.events import Events
+    from laglab.state.events import Events
 
     events = Events()
     m = ShapingManager(

@@ -4,9 +4,9 @@ is refused (naming the key), and the manager replacing one matrix by the next.""
 import pytest
 from pydantic import ValidationError
 
-from laglab import presets
-from laglab.scenarios.spec import ScenarioError, load_text
-from laglab.shaping import backends
+from laglab.scenarios.plan import load_text
+from laglab.scenarios.schema.scenario import ScenarioError
+from laglab.shaping import backends, presets
 from laglab.shaping.matrix import Matrix, MatrixError
 from laglab.shaping.params import Impairment, Request
 

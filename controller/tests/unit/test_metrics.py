@@ -5,9 +5,9 @@ from types import SimpleNamespace
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from laglab.api.metrics import render
 from laglab.faults import FaultManager
-from laglab.lag import LagSample
-from laglab.metrics import render
+from laglab.measurement.lag import LagSample
 from laglab.shaping.params import parse_request
 
 from .fakes import shaping_manager

@@ -13,15 +13,15 @@ import threading
 import pytest
 
 from laglab.app import create_app, shutdown
-from laglab.executor import CommandError, Executor
-from laglab.node_shaper import NodeShaper
 from laglab.platforms.kube_api import KubeApi
 from laglab.platforms.kubernetes import KubernetesPlatform
 from laglab.platforms.node import NodePlatform
 from laglab.shaping.backends import KernelBackend
 from laglab.shaping.daemonset import DaemonSetBackend
+from laglab.shaping.executor import CommandError, Executor
 from laglab.shaping.impairment import Impairment
 from laglab.shaping.manager import ShapingManager
+from laglab.shaping.node_shaper import NodeShaper
 from laglab.shaping.node_wire import DESIRED, status_name, write_configmap
 from laglab.shaping.params import ShapingError, parse_request
 

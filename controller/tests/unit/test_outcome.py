@@ -1,4 +1,4 @@
-"""#52.1: a point's and a run's outcome, decided once (scenarios/outcome.py), and every reader of it
+"""#52.1: a point's and a run's outcome, decided once (scenarios/analysis/outcome.py), and every reader of it
 saying the same: summary.json, report.md, report.html, `laglab run`'s lines and its exit code. Before,
 report.md decided from the assertions and the consistency check alone while the CLI also counted link
 verification, load errors and failed timeline steps: a run could be PASS in its report and exit 1.
@@ -16,11 +16,12 @@ import pytest
 from click.testing import CliRunner
 
 from laglab.cli import cli
-from laglab.scenarios import report, run_files
-from laglab.scenarios.measure import Window
-from laglab.scenarios.outcome import Outcome, of_point, of_run, run_outcome
-from laglab.scenarios.spec import load_text
-from laglab.scenarios.summarise import point_result
+from laglab.scenarios.analysis.outcome import Outcome, of_point, of_run, run_outcome
+from laglab.scenarios.analysis.summarise import point_result
+from laglab.scenarios.plan import load_text
+from laglab.scenarios.report import markdown as report
+from laglab.scenarios.run import files as run_files
+from laglab.scenarios.run.measure import Window
 
 SCENARIO = "name: ticket\nlink: {rtt: 100ms}\nload: {rate: 50, duration: 60s}\nassertions: ['max_lag_seconds < 2']\n"
 PLAN = load_text(SCENARIO)
@@ -45,7 +46,7 @@ def run_of(points: list[dict], status="completed", reason=None, consistency=None
     consistency = {"identical": True, "differences": [], "gtid": None} if consistency is None else consistency
     return SimpleNamespace(
         id="r1", plan=PLAN, status=status, reason=reason, started=1.0e9, finished=1.0e9 + 90, summary=points,
-        search=SimpleNamespace(doc=lambda: {}), cleanup_errors=[], environment={}, knees=[],
+        points=SimpleNamespace(doc=lambda: {}), cleanup_errors=[], environment={}, knees=[],
         consistency=consistency,
     )  # fmt: skip
 

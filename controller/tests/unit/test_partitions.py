@@ -122,7 +122,8 @@ def test_a_ported_partition_on_a_link_shaped_on_other_ports_is_refused_naming_po
 
 
 def test_a_partition_step_takes_ports_and_refuses_bad_ones_naming_the_key():
-    from laglab.scenarios.spec import ScenarioError, load_text
+    from laglab.scenarios.plan import load_text
+    from laglab.scenarios.schema.scenario import ScenarioError
 
     head = "name: t\nload: {duration: 60s}\ntimeline:\n  - {at: 1s, partition: {a: [x], b: [y], "
     (step,) = load_text(head + "ports: [3306], protocol: tcp}}\n").points[0].plan().timeline

@@ -1,13 +1,13 @@
-"""Link counters on Kubernetes (laglab/pod_counters.py): each pod's loop read as it prints, against
+"""Link counters on Kubernetes (laglab/measurement/pod_counters.py): each pod's loop read as it prints, against
 a platform that answers as the Kubernetes one does (tools container, exec streams, failures)."""
 
 from __future__ import annotations
 
 import threading
 
-from laglab import pod_counters
+from laglab.measurement import pod_counters
+from laglab.measurement.results import Run
 from laglab.platforms.base import LabContainer, PlatformError
-from laglab.results import Run
 
 from ..polling import wait_until
 
@@ -131,10 +131,10 @@ def test_a_scenarios_verify_step_measures_the_rate_in_the_pods_on_kubernetes():
     """measure.verify_link where the controller enters no namespace: iperf3 through the platform's
     tools containers, judged as on Docker; a tools container that cannot run leaves the rate
     unverified with the cluster's words, and the run goes on."""
-    from types import SimpleNamespace
 
-    from laglab.scenarios import measure
-    from laglab.scenarios.spec import Verify, VerifyPlan
+    from laglab.scenarios.plan import VerifyPlan
+    from laglab.scenarios.run import measure
+    from laglab.scenarios.schema.scenario import Verify
 
     class Pods(Platform):
         def running(self, *services, hint=""):
@@ -150,9 +150,8 @@ def test_a_scenarios_verify_step_measures_the_rate_in_the_pods_on_kubernetes():
             return 0, b"LISTEN 0 5 *:5201 *:*\n" if argv[0] == "ss" else b""
 
     platform = Pods()
-    lab = SimpleNamespace(platform=platform, executor=None)
     plan = VerifyPlan("loadgen", "mysql-target", 180.0, 2e6, Verify())
-    result = measure.verify_link(lab, plan)
+    result = measure.verify_link(platform, None, plan)
     assert result["ok"] and result["rate_ok"] and result["throughput_mbit"] == 1.95, result
     assert (
         "loadgen",
@@ -161,6 +160,6 @@ def test_a_scenarios_verify_step_measures_the_rate_in_the_pods_on_kubernetes():
     ) in platform.execs
     assert ("mysql-target", ["iperf3", "-s", "-1", "-D", "-p", "5201"], "laglab-tools") in platform.execs
     platform.broken["mysql-target"] = "throughput: laglab-tools in pod mysql-target-0: ErrImagePull: not found"
-    result = measure.verify_link(lab, plan)
+    result = measure.verify_link(platform, None, plan)
     assert result["rate_ok"] is False and result["ok"] is False
     assert result["rate_note"] == platform.broken["mysql-target"]

@@ -111,7 +111,8 @@ def test_a_partition_covers_a_ported_link_and_two_selections_on_one_link_conflic
 
 
 def test_a_scenarios_link_takes_ports_and_replication_is_the_kinds_own():
-    from laglab.scenarios.spec import ScenarioError, load_text
+    from laglab.scenarios.plan import load_text
+    from laglab.scenarios.schema.scenario import ScenarioError
 
     plan = load_text("name: p\nlink: {rtt: 180ms, ports: [3306, '4567-4568'], protocol: tcp}\n")
     (_, first), (_, second) = plan.points[0].plan().shaping
@@ -132,8 +133,9 @@ def test_a_scenarios_link_takes_ports_and_replication_is_the_kinds_own():
 
 
 def test_a_ported_links_verification_says_ping_did_not_cross_the_shaped_ports(monkeypatch):
-    from laglab.scenarios import measure
-    from laglab.scenarios.spec import Verify, VerifyPlan
+    from laglab.scenarios.plan import VerifyPlan
+    from laglab.scenarios.run import measure
+    from laglab.scenarios.schema.scenario import Verify
 
     class Container:
         entered, pid, ip = True, 42, "10.0.0.3"
@@ -142,12 +144,11 @@ def test_a_ported_links_verification_says_ping_did_not_cross_the_shaped_ports(mo
         def running(self, *services, hint):
             return Container(), Container()
 
-    class Lab:
-        platform, executor = Platform(), None
-
     monkeypatch.setattr(measure.verify, "rtt_between", lambda *a: {"samples": 20, "median_ms": 0.08})
-    result = measure.verify_link(Lab(), VerifyPlan("mysql-source", "mysql-target", 180.0, None, Verify(), BINLOG))
+    result = measure.verify_link(
+        Platform(), None, VerifyPlan("mysql-source", "mysql-target", 180.0, None, Verify(), BINLOG)
+    )
     assert result["rtt_ok"] is None and result["ok"] is True
     assert result["rtt_note"].startswith("shaped on ports 3306 only; the ping above crossed the link unshaped")
-    whole = measure.verify_link(Lab(), VerifyPlan("mysql-source", "mysql-target", 180.0, None, Verify()))
+    whole = measure.verify_link(Platform(), None, VerifyPlan("mysql-source", "mysql-target", 180.0, None, Verify()))
     assert whole["rtt_ok"] is False and whole["ok"] is False  # unported: the ping is the check

@@ -6,10 +6,10 @@ import threading
 
 import pytest
 
-from laglab.counters import with_rates
-from laglab.lag import LagSample
-from laglab.results import Run
-from laglab.scenarios.recording import PointRecording
+from laglab.measurement.counters import with_rates
+from laglab.measurement.lag import LagSample
+from laglab.measurement.results import Run
+from laglab.scenarios.run.recording import PointRecording
 
 
 @pytest.fixture

@@ -8,15 +8,15 @@ from __future__ import annotations
 import json
 import time
 
-from laglab.events import Events
-from laglab.executor import Executor
 from laglab.faults import FaultManager
-from laglab.problems import Problems
-from laglab.recovery import Restart
-from laglab.scenarios import orphan
+from laglab.scenarios.run import orphan
 from laglab.shaping import backends
+from laglab.shaping.executor import Executor
 from laglab.shaping.manager import ShapingManager
 from laglab.shaping.params import parse_request
+from laglab.state.events import Events
+from laglab.state.problems import Problems
+from laglab.state.recovery import Restart
 
 from .fakes import FakePlatform
 from .test_manager import LAB

@@ -7,8 +7,9 @@ import textwrap
 
 import pytest
 
-from laglab.scenarios import report
-from laglab.scenarios.spec import ScenarioError, load_text
+from laglab.scenarios.plan import load_text
+from laglab.scenarios.report import published
+from laglab.scenarios.schema.scenario import ScenarioError
 
 SCENARIO = textwrap.dedent("""
     name: ref
@@ -39,7 +40,7 @@ def summary_of(plan, measured: dict) -> dict:
 
 def test_each_published_cell_is_held_against_its_point_with_the_ratio_and_the_tolerance():
     plan = load_text(SCENARIO)
-    lines = "\n".join(report.reference_lines(summary_of(plan, {("50ms", 1): 105.0, ("50ms", 4): 300.0})))
+    lines = "\n".join(published.reference_lines(summary_of(plan, {("50ms", 1): 105.0, ("50ms", 4): 300.0})))
     assert "[A benchmark](https://example.org/b) (Someone, 2019-02-19). Their set-up: two servers." in lines
     assert "TPS: 1 of 2 measured cells within ±10 % of the published figure; 1 published cells had no point" in lines
     assert "| 50 ms | 1 | 100 | 105 | 1.05 | within |" in lines
@@ -49,7 +50,7 @@ def test_each_published_cell_is_held_against_its_point_with_the_ratio_and_the_to
 
 def test_a_run_without_the_published_settings_shows_the_figures_without_judging():
     plan = load_text(SCENARIO, quick=True)  # load.duration 5s, not the 10s the figures need
-    lines = "\n".join(report.reference_lines(summary_of(plan, {("50ms", 1): 50.0})))
+    lines = "\n".join(published.reference_lines(summary_of(plan, {("50ms", 1): 50.0})))
     assert "Not comparable: load.duration is 5s, not 10s." in lines
     assert "| 50 ms | 1 | 100 | 50 | 0.5 |  |" in lines and "outside" not in lines
 
@@ -65,14 +66,14 @@ def test_a_reference_names_only_swept_keys():
 
 
 def test_no_reference_no_section():
-    assert report.reference_lines({"points": [], "reference": None}) == []
+    assert published.reference_lines({"points": [], "reference": None}) == []
 
 
 def test_a_searchs_published_figure_is_held_against_its_knee():
     """A search has no fixed cells: the published figure (the DTLE report's 1.8 Mbit/s of binlog that
     native replication sustains) is held against the knee's own probe, the last sustained one, found
     by a key inside the swept replicator section."""
-    from laglab.scenarios.report import reference_cells, reference_lines
+    from laglab.scenarios.report.published import reference_cells, reference_lines
 
     def probe(n, rate, verdict, binlog):
         return {"point": n, "params": {"replicator": {"kind": "native", "compression": "uncompressed"}, "load.rate": rate},
@@ -98,7 +99,7 @@ def test_a_searchs_published_figure_is_held_against_its_knee():
 def test_a_published_bound_agrees_with_any_measurement_on_its_side():
     """ "DTLE's delay stays under 2 s at every RTT" is a bound: 0.4 s agrees, 2.2 s is within the 25 %
     tolerance, 3 s does not."""
-    from laglab.scenarios.report import reference_cells, reference_lines
+    from laglab.scenarios.report.published import reference_cells, reference_lines
 
     def point(n, rtt, lag):
         return {"point": n, "params": {"replicator": {"kind": "dtle"}, "link.rtt": rtt}, "max_lag_seconds": lag}
@@ -117,7 +118,7 @@ def test_a_published_bound_agrees_with_any_measurement_on_its_side():
 def test_shapes_carry_over_where_absolute_figures_do_not():
     """Percona 2019's 1 Gb series saturates at 64 threads (TPS within 5 % of its highest), compression
     buys 1.754 x when the link binds, TLS costs one client 0.905: measured on this run's own cells."""
-    from laglab.scenarios.report import reference_lines, shape_rows
+    from laglab.scenarios.report.published import reference_lines, shape_rows
 
     def point(protocol, threads, tps):
         return {"point": 1, "params": {"load.protocol": protocol, "link.rate": "100mbit", "load.threads": threads},

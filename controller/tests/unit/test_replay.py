@@ -1,4 +1,4 @@
-"""A write profile's replay (laglab/replay.py, replay.lua): the plan the Lua script reads, the profile's
+"""A write profile's replay (laglab/load/replay.py, replay.lua): the plan the Lua script reads, the profile's
 checks, the figures a replay is compared by, and the load and scenario that carry it. The profiles
 here are `laglab profile`'s own output on real binlogs (tests/unit/fixtures/binlog, made by MySQL
 9.7.4's server and mysqlbinlog; scenarios/profiles/nightly-batch.json, made by
@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from laglab import replay
-from laglab.binlog_profile import Reader, period, profile, quantiles
-from laglab.load import Profile, Replay, sysbench_argv
-from laglab.scenarios import words
-from laglab.scenarios.spec import ScenarioError, load_text
+from laglab.load import replay
+from laglab.load.binlog_profile import Reader, period, profile, quantiles
+from laglab.load.generator import Profile, Replay, sysbench_argv
+from laglab.scenarios.plan import load_text
+from laglab.scenarios.report import words
+from laglab.scenarios.schema.scenario import ScenarioError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "binlog"
 ROOT = Path(__file__).resolve().parents[3]
@@ -194,7 +195,7 @@ BATCH_POINT = {
 
 
 def test_the_largest_transaction_bounds_a_replay_whose_mean_rate_leaves_the_link_room():
-    from laglab.scenarios import bottleneck
+    from laglab.scenarios.analysis import bottleneck
 
     (found,) = bottleneck.explain({"points": [BATCH_POINT]}, {})
     assert found["bound"] == "largest transaction" and found["agrees"] is True, found
@@ -210,7 +211,7 @@ def test_the_largest_transaction_bounds_a_replay_whose_mean_rate_leaves_the_link
 
 
 def test_the_verdict_says_a_burst_of_lag_is_not_a_steady_one():
-    from laglab.scenarios.verdict import _lag_words
+    from laglab.scenarios.report.verdict import _lag_words
 
     assert _lag_words(BATCH_POINT) == "lag peaked at 22.78 s, with no lasting growth"
     assert _lag_words({"lag_slope": 0.0, "max_lag_seconds": 0.6}) == "lag held steady, at most 0.60 s"

@@ -5,15 +5,16 @@ change of kind restoring the previous kind first."""
 
 import pytest
 
-import laglab.scenarios.runner as runner
-from laglab.db import Dialect, VersionUnsupported
+import laglab.scenarios.run.runner as runner
 from laglab.replicators import KINDS, native
 from laglab.replicators.base import ClusterPlan
+from laglab.replicators.db import Dialect, VersionUnsupported
 from laglab.replicators.galera import Galera
-from laglab.scenarios.spec import BuffersPlan, ScenarioError, load_text
+from laglab.scenarios.plan import BuffersPlan, load_text
+from laglab.scenarios.schema.scenario import ScenarioError
 from laglab.shaping.params import Impairment, Request
 
-from .fakes import FakeConnection, RunLab, Spy, shaping_manager
+from .fakes import FakeConnection, Spy, run_parts, shaping_manager
 
 
 def test_native_options_are_exact_statements_on_each_server():
@@ -158,12 +159,14 @@ class FakeReplicator:
 def run_scenario(tmp_path, monkeypatch, text):
     calls = []
     made = {}
-    monkeypatch.setattr(runner.environment, "describe", lambda lab: {})
-    monkeypatch.setattr(runner.measure, "verify_link", lambda lab, plan: calls.append("verify") or {"ok": True})
-    monkeypatch.setattr(runner, "for_kind", lambda kind, lab: made.setdefault(kind, FakeReplicator(kind, calls)))
     shaping = Spy(shaping_manager(tmp_path), calls, "shaping", lambda method, args, _kw: (
         f"{args[0]} peer={args[1].peer}" if method == "put" else ""))  # fmt: skip
-    run = runner.ScenarioRun(RunLab(shaping), load_text(text), tmp_path, text)
+    parts = run_parts(
+        shaping,
+        verify=lambda plan: calls.append("verify") or {"ok": True},
+        kinds=lambda kind: made.setdefault(kind, FakeReplicator(kind, calls)),
+    )
+    run = runner.ScenarioRun(parts, load_text(text), tmp_path, text)
     run.start()
     run.wait(30)
     assert run.status == "completed", run.reason
@@ -184,7 +187,7 @@ def test_the_runner_drives_a_kind_through_the_interface_in_order(tmp_path, monke
     assert calls[calls.index("native.summary") + 1 :] == [
         "native.consistency", "shaping.clear", "shaping.seed", "native.restore",
     ]  # fmt: skip
-    assert run.lab.shaping.desired.entries == {}  # the real manager's state: cleared at the end
+    assert run.parts.shaping.desired.entries == {}  # the real manager's state: cleared at the end
     point = run.summary[0]
     assert point["tcp_buffers"]["mysql-source"] == {"wmem": "4096 16384 4194304", "rmem": "4096 131072 6291456"}
     assert point["binlog_mbit"] == 0.0 and point["replicator_metrics"] == {} and point["passed"] is True

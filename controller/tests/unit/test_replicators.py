@@ -110,8 +110,8 @@ def test_each_replica_of_a_statefulset_gets_its_own_server_id(version, current, 
     """The pods of one StatefulSet share target.cnf (server-id 2): two replicas with one id cut each
     other off from the source, so the set-up Job gives pod k 2+k, and a receiver already connected
     asks again with it."""
-    from laglab.db import Dialect
     from laglab.replicators import native
+    from laglab.replicators.db import Dialect
 
     from .fakes import FakeConnection
 

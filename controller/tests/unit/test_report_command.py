@@ -70,7 +70,7 @@ def test_the_sweep_plot_puts_the_numeric_key_on_x_and_no_label_overlaps_another(
     1400 px no tick label overlaps another, nor an axis label its neighbour's panel."""
     import json
 
-    from laglab.scenarios import report
+    from laglab.scenarios.report import plots
 
     summary = json.loads((FIXTURES / "run" / "summary.json").read_text())
     replicators = [{"kind": "native", "compression": "uncompressed"},
@@ -81,7 +81,7 @@ def test_the_sweep_plot_puts_the_numeric_key_on_x_and_no_label_overlaps_another(
     summary["points"] = [
         {**template, "params": {"replicator": r, "load.rate": rate}} for r in replicators for rate in rates
     ]
-    fig = report.sweep_figure(summary)
+    fig = plots.sweep_figure(summary)
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     assert fig.get_size_inches()[0] * fig.dpi <= 1400

@@ -6,7 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
-from laglab.scenarios import report
+from laglab.scenarios.report import markdown as report
 
 from ..conftest import authorized
 

@@ -1,7 +1,7 @@
 import csv
 import json
 
-from laglab.results import Run, iso
+from laglab.measurement.results import Run, iso
 
 
 def test_run_folder_and_streamed_series(tmp_path):
@@ -35,8 +35,8 @@ def test_results_readme_names_every_column_the_code_writes():
     the live links.csv."""
     from pathlib import Path
 
-    from laglab import counters, lag
-    from laglab.scenarios import runner, timeline
+    from laglab.measurement import counters, lag
+    from laglab.scenarios.run import runner, timeline
 
     text = (Path(__file__).resolve().parents[3] / "results" / "README.md").read_text()
     for where, columns in (

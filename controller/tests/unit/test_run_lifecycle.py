@@ -7,13 +7,12 @@ import threading
 
 import pytest
 
-import laglab.scenarios.runner as runner
 from laglab.app import create_app, shutdown
-from laglab.scenarios.runner import ScenarioRun
-from laglab.scenarios.spec import load_text
+from laglab.scenarios.plan import load_text
+from laglab.scenarios.run.runner import ScenarioRun
 from laglab.shaping.params import parse_request
 
-from .fakes import RunLab, shaping_manager
+from .fakes import run_parts, shaping_manager
 
 
 class FakeReplicator:
@@ -27,17 +26,12 @@ class FakeReplicator:
     def restore(self):
         self.restored.append(self.kind)
 
-    def consistency(self):
+    def consistency(self, sleep=None):
         return {"identical": True, "differences": [], "gtid": None}
 
 
-@pytest.fixture(autouse=True)
-def no_servers(monkeypatch):
-    monkeypatch.setattr(runner.environment, "describe", lambda lab: {})
-
-
 def make_run(tmp_path, point):
-    lab = RunLab(shaping_manager(tmp_path))
+    lab = run_parts(shaping_manager(tmp_path))
     run = ScenarioRun(lab, load_text("name: life\n"), tmp_path, "name: life\n")
     restored = []
     run.replicator = run.replicators["native"] = FakeReplicator(restored)
@@ -71,7 +65,7 @@ def test_cancel_interrupts_and_cleanup_runs(tmp_path):
     assert (run.status, run.reason, run.step) == ("interrupted", "cancelled by request", "done")
     assert lab.shaping.desired.entries == {} and restored == ["native"]
     assert summary(run)["status"] == "interrupted"
-    assert lab.recorder.feed._subscribers == []  # the run's subscription ended with it
+    assert lab.lag._subscribers == []  # the run's subscription ended with it
 
 
 def test_a_failure_keeps_its_reason_and_cleanup_still_runs(tmp_path):
@@ -183,7 +177,7 @@ def test_a_seeded_run_records_its_seed_seeds_the_links_while_it_runs_and_unseeds
         during.append([argv for argv in lab.shaping.executor.ran if "netem" in argv][-1])
         return {}
 
-    lab = RunLab(shaping_manager(tmp_path))
+    lab = run_parts(shaping_manager(tmp_path))
     lab.shaping.backend.seed_taken = True  # a kernel whose netem keeps a seed (Linux 6.6+)
     run = ScenarioRun(lab, load_text("name: seeded\nseed: 1234\n"), tmp_path, "", seed=None)
     run.replicator = run.replicators["native"] = FakeReplicator([])
@@ -198,7 +192,7 @@ def test_a_seeded_run_records_its_seed_seeds_the_links_while_it_runs_and_unseeds
 
 
 def test_an_unseedable_host_says_so_and_random_draws_a_seed_that_is_recorded(tmp_path):
-    lab = RunLab(shaping_manager(tmp_path))  # the dry run's tc prints nothing back: no seed kept
+    lab = run_parts(shaping_manager(tmp_path))  # the dry run's tc prints nothing back: no seed kept
     run = ScenarioRun(lab, load_text("name: drawn\n"), tmp_path, "")
     run.replicator = run.replicators["native"] = FakeReplicator([])
     run._run_point = lambda p: {}

@@ -5,12 +5,11 @@ import threading
 
 import pytest
 
-import laglab.scenarios.runner as runner
-from laglab.scenarios.runner import ScenarioRun
-from laglab.scenarios.spec import load_text
+from laglab.scenarios.plan import load_text
+from laglab.scenarios.run.runner import ScenarioRun
 
 from ..conftest import authorized
-from .fakes import RunLab, shaping_manager
+from .fakes import run_parts, shaping_manager
 
 SCENARIO = "name: race\n"
 
@@ -18,7 +17,7 @@ SCENARIO = "name: race\n"
 @pytest.fixture
 def lab(app, tmp_path, monkeypatch):
     the_lab = app.extensions["laglab"]
-    the_lab.shaping = the_lab.recorder = object()  # what POST /api/runs asks to be running
+    the_lab.run_parts = run_parts(shaping_manager(tmp_path))  # what POST /api/runs asks to be running
     app.config["RESULTS_DIR"] = str(tmp_path)
     release = threading.Event()
     monkeypatch.setattr(ScenarioRun, "_main", _lasting(release))
@@ -76,9 +75,8 @@ def test_a_run_deleted_while_queued_is_interrupted_at_once(app, lab, client):
 
 
 def test_a_cancelled_run_never_shows_running_and_skips_its_points(tmp_path, monkeypatch):
-    monkeypatch.setattr(runner.environment, "describe", lambda lab: {})
     points = []
-    run = ScenarioRun(RunLab(shaping_manager(tmp_path)), load_text(SCENARIO), tmp_path, SCENARIO)
+    run = ScenarioRun(run_parts(shaping_manager(tmp_path)), load_text(SCENARIO), tmp_path, SCENARIO)
     run._run_point = points.append
     run.cancel()
     assert run.status == "interrupted"

@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from laglab.load import parse_sysbench_line
-from laglab.scenarios import report
-from laglab.scenarios.recording import slope
-from laglab.scenarios.spec import ScenarioError, load_file, load_text
+from laglab.load.generator import parse_sysbench_line
+from laglab.measurement.stats import percentile
+from laglab.scenarios.plan import load_file, load_text
+from laglab.scenarios.report import markdown as report
+from laglab.scenarios.run.recording import slope
+from laglab.scenarios.schema.scenario import ScenarioError
 from laglab.shaping.impairment import Impairment
-from laglab.stats import percentile
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SCENARIOS = Path(__file__).resolve().parents[3] / "scenarios"
@@ -132,7 +133,7 @@ def test_highest_sustained_rate_per_group():
 
 
 def test_mysqlslap_load():
-    from laglab.load import mysqlslap_argv, parse_mysqlslap
+    from laglab.load.generator import mysqlslap_argv, parse_mysqlslap
 
     plan = load_text("name: x\nload: {tool: mysqlslap, threads: 8, queries: 500}\nwarmup: 0s\n")
     load = plan.scenario.load
@@ -159,12 +160,12 @@ def test_times_are_seconds_parsed_once_and_dumped_as_times():
 
 
 def test_a_new_replicator_kind_brings_its_options_and_touches_no_shared_schema(monkeypatch):
-    """Issue #22: a new kind edited KINDS, spec.py's Replicator and SWEEPABLE."""
+    """Issue #22: a new kind edited KINDS, the scenario schema's Replicator and SWEEPABLE."""
     from pydantic import BaseModel, Field, ValidationError
 
     from laglab.replicators import KINDS
     from laglab.replicators.base import SourceToTarget
-    from laglab.scenarios import spec
+    from laglab.scenarios.schema import scenario as spec
 
     class EchoOptions(BaseModel):
         echo_depth: int = Field(3, ge=1, le=9)

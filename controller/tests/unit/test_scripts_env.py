@@ -1,6 +1,6 @@
 """Defect: LAB_API_TOKEN set only in .env made `make up` fail (scripts/env.sh exported only the project
 name, so lag-now got 401), and scripts ignored LAGLAB_ENV_FILE. The scripts and the laglab command read
-both through env.sh and laglab.client."""
+both through env.sh and laglab.cli.client."""
 
 import json
 import os
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from laglab.client import Client
+from laglab.cli.client import Client
 
 ROOT = Path(__file__).resolve().parents[3]
 

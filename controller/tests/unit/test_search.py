@@ -1,4 +1,4 @@
-"""The knee search (scenarios/search.py) against a synthetic system whose knee is known: lag that stays
+"""The knee search (scenarios/analysis/knee_search.py) against a synthetic system whose knee is known: lag that stays
 flat up to the knee and grows linearly past it, with noise that wanders (autocorrelated) as a real
 lag series does."""
 
@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from laglab.scenarios.search import (
+from laglab.scenarios.analysis.knee_search import (
     NOT_SUSTAINED,
     SUSTAINED,
     UNDECIDED,
@@ -19,7 +19,7 @@ from laglab.scenarios.search import (
     slope_interval,
     took,
 )
-from laglab.scenarios.spec import load_text
+from laglab.scenarios.plan import load_text
 
 
 def lag_series(slope: float, seconds: int, noise: float, rng: random.Random, hz: int = 10) -> list[tuple[float, float]]:
@@ -149,14 +149,14 @@ sweep:
 
 
 def test_a_run_measures_each_search_probe_by_probe_and_keeps_the_knees(scenario_runs):
-    """The runner's side (ScenarioRun.search.points, knees.py) against the synthetic system: each probe a point of the
+    """The runner's side (ScenarioRun.points.each, run/points.py) against the synthetic system: each probe a point of the
     run, numbered in order, with its verdict; a repeat twice as long; the knee per sweep point."""
     knees = {"100ms": 300.0, "250ms": 137.0}
     rng = random.Random(5)
     plan = load_text(SEARCHED)
     scenario_run = scenario_runs(plan, text=SEARCHED)
     seen = []
-    for point in scenario_run.search.points(scenario_run.summary):
+    for point in scenario_run.points.each(scenario_run.summary):
         rate, factor = point.scenario.load.rate, point.scenario.load.duration / 60
         knee = knees[point.params["link.rtt"]]
         slope = 0.0 if rate <= knee else 0.05 * (rate - knee) / knee
@@ -166,7 +166,7 @@ def test_a_run_measures_each_search_probe_by_probe_and_keeps_the_knees(scenario_
                                      "load": {"rate_tps": rate}, "lag_slope_ci": interval.as_json()})  # fmt: skip
     assert [index for index, *_ in seen] == list(range(len(seen)))
     assert all(isinstance(rate, int) for _i, _rtt, rate, _f in seen)
-    doc = scenario_run.search.doc()
+    doc = scenario_run.points.doc()
     assert [k["at"] for k in doc["knees"]] == [{"link.rtt": "100ms"}, {"link.rtt": "250ms"}]
     assert "knee" not in doc  # two searches: summary["knees"] holds them
     for entry in doc["knees"]:
@@ -190,13 +190,13 @@ def test_one_search_has_its_knee_by_name_and_the_plan_says_its_most_probes(scena
                      .replace("link: {rate: 2mbit}\n", "", 1))  # fmt: skip
     assert plan.most_points() == plan.search.knee_search().most_probes() == 12
     scenario_run = scenario_runs(plan)
-    for point in scenario_run.search.points(scenario_run.summary):
+    for point in scenario_run.points.each(scenario_run.summary):
         rate = point.scenario.load.rate
         slope = 0.0 if rate <= 150 else 0.05 * (rate - 150) / 150
         interval = slope_interval(lag_series(slope, 60, 0.02, random.Random(rate)))
         scenario_run.summary.append({"point": point.index + 1, "params": point.params, "tps": float(rate),
                                      "lag_slope_ci": interval.as_json()})  # fmt: skip
-    assert scenario_run.search.doc()["knee"]["load.rate"] >= 150
+    assert scenario_run.points.doc()["knee"]["load.rate"] >= 150
 
 
 @pytest.mark.parametrize(

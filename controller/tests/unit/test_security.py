@@ -9,8 +9,8 @@ from laglab import config
 from laglab.api import access
 from laglab.api.parts import lab_of
 from laglab.app import create_app
-from laglab.executor import Executor, NamespaceGone
 from laglab.platforms.docker import DockerPlatform
+from laglab.shaping.executor import Executor, NamespaceGone
 
 from .fakes import FakeDocker
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from laglab.db import Dialect, Endpoint, VersionUnsupported, parse_version
 from laglab.replicators import handover, native
+from laglab.replicators.db import Dialect, Endpoint, VersionUnsupported, parse_version
 from laglab.replicators.group_replication import recovery_statements
 
 from .server_versions import PARSE_ERROR, ServerError, answer, versioned_server

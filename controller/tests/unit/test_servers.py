@@ -2,9 +2,10 @@
 
 import pytest
 
-from laglab import servers
 from laglab.errors import Kind, LabError
-from laglab.scenarios.spec import ScenarioError, load_text
+from laglab.replicators import servers
+from laglab.scenarios.plan import load_text
+from laglab.scenarios.schema.scenario import ScenarioError
 
 
 @pytest.mark.parametrize(
@@ -71,7 +72,7 @@ def test_the_api_refuses_a_run_on_other_versions_before_it_starts(client, app, m
     import pymysql
 
     lab = app.extensions["laglab"]
-    lab.recorder = lab.shaping = object()  # present (runs need them); the refusal comes before either is used
+    lab.run_parts = object()  # present (runs need them); the refusal comes before they are used
     answers = {"mysql-source": "10.11.14-MariaDB", "mysql-target": "10.11.14-MariaDB"}
     monkeypatch.setattr(servers, "server_version", lambda endpoint: answers[endpoint.name])
     scenario = "name: upgrade\nservers: {source: 'mariadb:10.5', target: 'mariadb:11.8'}\nload: {duration: 5s}\n"

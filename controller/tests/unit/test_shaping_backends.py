@@ -3,8 +3,8 @@
 import json
 from pathlib import Path
 
-from laglab.executor import Executor, in_netns
 from laglab.shaping import backends
+from laglab.shaping.executor import Executor, in_netns
 from laglab.shaping.impairment import Impairment
 from laglab.shaping.plan import Entry, build
 from laglab.shaping.userspace import chain_name, queue_numbers
@@ -291,7 +291,7 @@ class SeedProbe(Executor):
         self.answer, self.probes = answer, 0
 
     def run(self, argv, netns_pid=None, check=True, timeout=None, stdin=None):
-        from laglab.executor import CommandError
+        from laglab.shaping.executor import CommandError
 
         assert argv == ["unshare", "--net", "tc", "-batch", "-"] and "seed 1" in stdin
         self.probes += 1

@@ -16,8 +16,10 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pytest
 
-from laglab.scenarios import report, report_search, words
-from laglab.scenarios.spec import load_file
+from laglab.scenarios.plan import load_file
+from laglab.scenarios.report import markdown as report
+from laglab.scenarios.report import plots, words
+from laglab.scenarios.report import search as report_search
 
 ROOT = Path(__file__).resolve().parents[3]
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -130,21 +132,21 @@ def test_a_shipped_scenarios_report_reads_in_words_with_the_right_axes(scenario,
         return
     if any(p.get("cluster") for p in summary["points"]):
         assert (run / "cluster.png").exists()
-        check_figure(report.cluster_figure(summary), "mysqlslap concurrency")
+        check_figure(plots.cluster_figure(summary), "mysqlslap concurrency")
         return
     sweep = list(summary["sweep"])
     if not sweep:
         assert not (run / "sweep.png").exists()
         return
     assert (run / "sweep.png").exists()
-    key = report.x_axis_key(summary["points"], sweep)
+    key = plots.x_axis_key(summary["points"], sweep)
     numeric = [k for k in sweep if all(words.number(k, p["params"][k]) is not None for p in summary["points"])]
     assert key == (numeric[-1] if numeric else None)
     if key is None:
-        check_figure(report.sweep_figure(summary), "point")
+        check_figure(plots.sweep_figure(summary), "point")
         return
     unit = words.number(key, summary["points"][0]["params"][key])[1]
-    check_figure(report.sweep_figure(summary), f"{words.axis(key)} ({unit})" if unit else words.axis(key))
+    check_figure(plots.sweep_figure(summary), f"{words.axis(key)} ({unit})" if unit else words.axis(key))
 
 
 def test_every_shipped_scenario_is_covered():
@@ -155,13 +157,13 @@ def test_an_asserted_limit_is_a_reference_line_and_one_far_above_is_named_not_dr
     summary = made_up_run(ROOT / "scenarios/replication-latency-sweep.yaml", tmp_path / "run")
     for p in summary["points"]:
         p["assertions"] = [{"assertion": "max_lag_seconds < 1", "passed": True}]
-    fig = report.sweep_figure(summary)
+    fig = plots.sweep_figure(summary)
     max_lag = fig.get_axes()[0]
     assert [line.get_ydata()[0] for line in max_lag.get_lines()[1:]] == [1.0]
     plt.close(fig)
     for p in summary["points"]:
         p["assertions"] = [{"assertion": "max_lag_seconds < 300", "passed": True}]
-    fig = report.sweep_figure(summary)
+    fig = plots.sweep_figure(summary)
     max_lag = fig.get_axes()[0]
     assert len(max_lag.get_lines()) == 1  # the data only: 300 s would flatten a curve under 2 s
     assert any("asserted < 300 (above)" in t.get_text() for t in max_lag.texts)

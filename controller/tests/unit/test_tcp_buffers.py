@@ -1,4 +1,4 @@
-"""TCP buffers (laglab/tcp_buffers.py): the values as sysctl writes them, the exact commands the
+"""TCP buffers (laglab/shaping/tcp_buffers.py): the values as sysctl writes them, the exact commands the
 controller runs in a container's network namespace, and a run's part: set for the points, read back
 into each point, put back after."""
 
@@ -8,10 +8,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from laglab import tcp_buffers
 from laglab.config import ConfigError, _tcp_buffer
 from laglab.platforms.base import LabContainer, Unsupported
-from laglab.scenarios.spec import ScenarioError, load_text
+from laglab.scenarios.plan import load_text
+from laglab.scenarios.schema.scenario import ScenarioError
+from laglab.shaping import tcp_buffers
 
 
 def test_values_are_three_sizes_as_sysctl_writes_them():

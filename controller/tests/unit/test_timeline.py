@@ -5,13 +5,16 @@ events it reports."""
 import dataclasses
 import inspect
 import time
-from types import SimpleNamespace
 
 import pytest
 
+from laglab.deadline import WALL
 from laglab.faults import FaultManager
-from laglab.scenarios.spec import ScenarioError, load_text
-from laglab.scenarios.timeline import TimelineRun
+from laglab.measurement.captures import Captures
+from laglab.scenarios.plan import load_text
+from laglab.scenarios.run.parts import TimelineParts
+from laglab.scenarios.run.timeline import TimelineRun
+from laglab.scenarios.schema.scenario import ScenarioError
 from laglab.shaping.manager import ShapingManager
 
 from ..polling import wait_until
@@ -26,8 +29,8 @@ def timeline_lab(tmp_path, log: list, detail: list | None = None, stopped: tuple
     for service in stopped:
         shaping.platform.lab[service] = dataclasses.replace(shaping.platform.lab[service], running=False)
     faults = FaultManager(shaping.platform, settle_timeout=5)
-    return SimpleNamespace(shaping=Spy(shaping, log, "shaping", detail=detail),
-                           faults=Spy(faults, log, "faults", detail=detail))  # fmt: skip
+    return TimelineParts(Spy(shaping, log, "shaping", detail=detail), Spy(faults, log, "faults", detail=detail),
+                         Captures(shaping.platform, shaping.executor, shaping, tmp_path / "captures"), WALL)  # fmt: skip
 
 
 def logged(detail: list) -> list[tuple]:
@@ -170,7 +173,8 @@ def test_a_new_step_kind_is_one_registered_class(monkeypatch, tmp_path):
     """Issue #22: a step kind was an optional field of Step and a branch in four places of the runner."""
     from typing import ClassVar
 
-    from laglab.scenarios import timeline
+    from laglab.scenarios.run import timeline
+    from laglab.scenarios.schema.timeline import step_model
     from laglab.scenarios.steps import KINDS, StepKind
 
     class Beep(StepKind):
@@ -186,7 +190,7 @@ def test_a_new_step_kind_is_one_registered_class(monkeypatch, tmp_path):
             return 123.0, True
 
     monkeypatch.setitem(KINDS, "beep", Beep)
-    step = timeline.step_model().model_validate({"at": "0s", "beep": {"loud": True}})
+    step = step_model().model_validate({"at": "0s", "beep": {"loud": True}})
     assert (step.action, step.kind.describe()) == ("beep", "beep loudly")
     events = []
     run = timeline.TimelineRun(timeline_lab(tmp_path, []), [step], 5.0, 7, events.append)

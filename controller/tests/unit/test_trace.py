@@ -3,7 +3,7 @@ opportunities as a rate per bin, and errors that say the line."""
 
 import pytest
 
-from laglab.scenarios import trace
+from laglab.scenarios.schema import trace
 
 
 def test_csv_with_units_in_the_header_and_in_the_cells():

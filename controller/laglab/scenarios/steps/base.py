@@ -3,7 +3,8 @@
 A kind is a pydantic section (the value under its key in a step: `shaping: {...}`, `fault: {...}`)
 that says what it does when its time comes, how it reads in the events, which links it shapes (so the
 backend can be ready before the window) and whether a `duration` undoes it. `TimelineRun` (the
-`run` argument) gives it the lab and a place to leave its undo.
+`run` argument) gives it the parts it changes (`run.parts`: shaping, faults, captures, the clock) and
+a place to leave its undo.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import re
 import time
 from typing import ClassVar
 
-from ..fields import Section
+from laglab.scenarios.schema.fields import Section
 
 KINDS: dict[str, type[StepKind]] = {}
 

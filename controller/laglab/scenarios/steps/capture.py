@@ -1,5 +1,5 @@
 """`capture: {link: [a, b], max_bytes, snaplen}`: the link's packets captured, a pcap per side (tcpdump
-in each side's namespace, laglab/captures.py), into the run's folder (captures/point<N>-step<M>-a-b/),
+in each side's namespace, laglab/measurement/captures.py), into the run's folder (captures/point<N>-step<M>-a-b/),
 for the step's `duration` or else to the end of the point's window (at most limits.CAPTURE_SECONDS);
 the report's Captures section links them."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ... import limits
-from ...captures import MIN_SECONDS, SNAPLEN, SNAPLEN_RANGE
-from .base import StepKind, now, register
+from laglab import limits
+from laglab.measurement.captures import MIN_SECONDS, SNAPLEN, SNAPLEN_RANGE
+from laglab.scenarios.steps.base import StepKind, now, register
 
 
 @register
@@ -36,9 +36,7 @@ class CaptureStep(StepKind):
         return out
 
     def start(self, run, key, step, number: int, seconds: float) -> tuple[float, bool]:
-        captures = run.lab.captures
-        if captures is None:
-            raise RuntimeError("captures are not available in this controller")
+        captures = run.parts.captures
         folder = run.folder / "captures" / f"point{run.point}-step{number}-{self.link[0]}-{self.link[1]}"
         made = captures.start(*self.link, seconds, self.max_bytes, self.snaplen, folder=folder)
 

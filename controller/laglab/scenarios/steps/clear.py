@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .base import StepKind, register
-from .target import Target
+from laglab.scenarios.steps.base import StepKind, register
+from laglab.scenarios.steps.target import Target
 
 
 @register
@@ -18,4 +18,4 @@ class ClearStep(StepKind, Target):
         return set()  # nothing is held once it is cleared
 
     def do(self, run, key, step):
-        return run.lab.shaping.change([], removes=self.keys()), True
+        return run.parts.shaping.change([], removes=self.keys()), True

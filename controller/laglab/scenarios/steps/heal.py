@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import model_serializer, model_validator
 
-from .base import StepKind, now, register
+from laglab.scenarios.steps.base import StepKind, now, register
 
 
 @register
@@ -27,5 +27,5 @@ class HealStep(StepKind):
         return "heal all partitions"
 
     def do(self, run, key, step):
-        run.lab.shaping.heal(None)
+        run.parts.shaping.heal(None)
         return now(), True

@@ -7,9 +7,9 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from ...shaping.params import ParamError, parse_ports
-from ...shaping.ports import ALL, PROTOCOLS, Ports
-from .base import StepKind, now, register
+from laglab.scenarios.steps.base import StepKind, now, register
+from laglab.shaping.params import ParamError, parse_ports
+from laglab.shaping.ports import ALL, PROTOCOLS, Ports
 
 
 @register
@@ -41,7 +41,7 @@ class PartitionStep(StepKind):
         return set(self.a + self.b)
 
     def do(self, run, key, step):
-        shaping = run.lab.shaping
+        shaping = run.parts.shaping
         made = shaping.partition(self.a, self.b, self.oneway, ports=self.selected)
         run.later(key, step, lambda: shaping.heal(made.id) if made.id in shaping.desired.partitions else None)
         return now(), False

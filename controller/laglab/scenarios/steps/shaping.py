@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pydantic import ConfigDict, PrivateAttr, model_validator
 
-from ...shaping.params import Impairment, ParamError
-from .base import StepKind, no_bare_times, register
-from .target import Target
+from laglab.scenarios.steps.base import StepKind, no_bare_times, register
+from laglab.scenarios.steps.target import Target
+from laglab.shaping.params import Impairment, ParamError
 
 
 @register
@@ -39,7 +39,7 @@ class ShapingStep(StepKind, Target):
         return Target.receivers(self)
 
     def do(self, run, key, step):
-        shaping = run.lab.shaping
+        shaping = run.parts.shaping
         saved = shaping.snapshot(self.keys())
         in_force = shaping.change(self.requests_of(self._impairment))
         run.later(key, step, lambda: shaping.restore(saved))

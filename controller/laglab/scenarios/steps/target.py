@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from ...shaping.params import SERVICE_PATTERN, Impairment, Request, parse_request
-from ..fields import Section
+from laglab.scenarios.schema.fields import Section
+from laglab.shaping.params import SERVICE_PATTERN, Impairment, Request, parse_request
 
 
 class Target(Section):

@@ -11,11 +11,11 @@ from typing import Literal
 
 from pydantic import ConfigDict, PrivateAttr, ValidationInfo, model_validator
 
-from ...shaping.params import Impairment, ParamError, format_time
-from .. import trace as traces
-from ..fields import Seconds, Section, scenario_file
-from .base import StepKind, no_bare_times, now, register
-from .target import Target
+from laglab.scenarios.schema import trace as traces
+from laglab.scenarios.schema.fields import Seconds, Section, scenario_file
+from laglab.scenarios.steps.base import StepKind, no_bare_times, now, register
+from laglab.scenarios.steps.target import Target
+from laglab.shaping.params import Impairment, ParamError, format_time
 
 
 class TraceRow(Section):
@@ -120,7 +120,7 @@ class TraceStep(StepKind):
 
     def do(self, run, key, step):
         """The trace starts: the link's shaping before it is what its end restores."""
-        shaping = run.lab.shaping
+        shaping = run.parts.shaping
         saved = shaping.snapshot(Target(link=self.link).keys())
         run.later(key, step, lambda: shaping.restore(saved))
         return now(), False
@@ -128,7 +128,7 @@ class TraceStep(StepKind):
     def apply_row(self, run, row: TraceRow, ends: bool) -> tuple[float, bool]:
         target = Target(link=self.link)
         if row._impairment is not None:
-            in_force = run.lab.shaping.change(target.requests_of(row._impairment))
+            in_force = run.parts.shaping.change(target.requests_of(row._impairment))
         else:
-            in_force = run.lab.shaping.change([], removes=target.keys())
+            in_force = run.parts.shaping.change([], removes=target.keys())
         return in_force, ends
