@@ -12,7 +12,7 @@ from .conftest import ROOT
 LOAD_ALL = """
 import json
 from pathlib import Path
-from laglab.scenarios.schema.scenario import load_text
+from laglab.scenarios.plan import load_text
 out = {}
 for path in sorted(Path("/scenarios").glob("*.yaml")):
     for quick in (False, True):
