@@ -339,13 +339,16 @@ def run_parts(shaping, **given):
 class VirtualClock:
     """Virtual time (#52.5) that one thread moves on, a tick at a time (`tick`): a run's waits, its
     recorders' samples and its load's rows read it, and a wait ends once the virtual time passes its
-    deadline (or its event is set). Nothing else moves it, so a starved thread cannot make it jump:
-    what the ticking thread computes per tick (the synthetic lab's physics) is exact whatever the host's
-    load, and the others act at the virtual time they reach."""
+    deadline (or its event is set). Time moves only while every thread that waits on this clock is
+    waiting and none of them is due: a thread that works, or that the host has not scheduled yet, holds
+    the time until it waits again. So a busy host slows a run down and changes nothing in it (a clock
+    that ran on while a thread was starved took a whole window's tail as measured, CI on a100bff)."""
 
     def __init__(self, start: float = 1_800_000_000.0):
         self._start = self._now = start
         self._moved = threading.Condition()
+        self._threads: set[threading.Thread] = set()  # every thread that has waited on this clock
+        self._waits: dict[threading.Thread, tuple[float, threading.Event]] = {}  # those waiting now
 
     def time(self) -> float:
         return self._now
@@ -353,14 +356,28 @@ class VirtualClock:
     def monotonic(self) -> float:
         return self._now - self._start + 1000.0
 
-    def tick(self, seconds: float) -> None:
+    def tick(self, seconds: float) -> bool:
+        """Time moves on by `seconds` when no thread of this clock is working or due; False otherwise."""
         with self._moved:
+            self._threads = {t for t in self._threads if t.is_alive()}
+            working = any(t not in self._waits for t in self._threads)
+            due = any(event.is_set() or deadline <= self._now for deadline, event in self._waits.values())
+            if working or due:
+                self._moved.notify_all()
+                return False
             self._now += seconds
             self._moved.notify_all()
+            return True
 
     def wait(self, event, seconds: float) -> bool:
-        deadline = self._now + max(0.0, seconds)
+        me = threading.current_thread()
         with self._moved:
-            while not event.is_set() and self._now < deadline:
-                self._moved.wait(0.002)  # a set event does not notify: looked at again within 2 ms
+            deadline = self._now + max(0.0, seconds)
+            self._threads.add(me)
+            self._waits[me] = (deadline, event)
+            try:
+                while not event.is_set() and self._now < deadline:
+                    self._moved.wait(0.002)  # a set event does not notify: looked at again within 2 ms
+            finally:
+                del self._waits[me]
         return event.is_set()

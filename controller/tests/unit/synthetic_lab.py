@@ -169,7 +169,8 @@ class SyntheticLab:
         every second; TICK's worth of real time between ticks, so the other threads keep up."""
         ticks = 0
         while not self._stop.wait(REAL_PER_TICK):
-            self.clock.tick(TICK)
+            if not self.clock.tick(TICK):
+                continue  # a thread of the run is working or due: time waits for it
             ticks += 1
             now, dt = self.clock.time(), TICK
             delay, rate_bits, blocked = self.link()
