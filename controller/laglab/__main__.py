@@ -44,7 +44,7 @@ def serve() -> int:
 
     signal.signal(signal.SIGTERM, _stop)
     host, _, port = os.environ.get("CONTROLLER_LISTEN", "0.0.0.0:8080").rpartition(":")
-    print(f"laglab controller on {host}:{port}; results in {lab.run.path if lab.run else '-'}", flush=True)
+    print(f"laglab controller on {host}:{port}; results in {lab.run.path}", flush=True)
     # Bounded at the socket too: waitress would otherwise buffer up to 1 GiB of body before Flask sees it.
     # Twice the API's limit there, so that a body just over it gets the API's own error shape (api/access).
     waitress_serve(

@@ -1,13 +1,14 @@
-"""The lab's parts, built once by the app factory (app.py, the composition root) and shared by the
-blueprints and the scenario runs. Parts are None when the app runs without them (unit tests:
-START_RECORDER / START_SHAPING false)."""
+"""The lab's parts, each typed and required (#52.2): built once by the composition root (app.py:
+`build` for the controller, `assemble` from given platform, executor and backend for the unit tests'
+fakes) and shared by the blueprints. Nothing below the HTTP edge takes the whole Lab: a scenario run
+gets `run_parts`, a replicator kind its own Parts, each manager the collaborators it uses."""
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from laglab import config
 from laglab.replicators.db import Endpoint
@@ -29,6 +30,15 @@ if TYPE_CHECKING:
     from laglab.shaping.manager import ShapingManager
     from laglab.state.recovery import Restart
 
+# The kernel's netem as the controller found it: probed where it enters the containers' namespaces
+# (Docker), "not probed" where it shapes through an operator (Kubernetes: Chaos Mesh, the shaper).
+Netem = Literal["available", "missing", "not probed"]
+
+
+def netem_known(netem: Netem) -> bool | None:
+    """As the API and environment.json say it: true, false, or null where it was not probed."""
+    return {"available": True, "missing": False}.get(netem)
+
 
 class ScenarioRunning(Protocol):
     """What the lab's users (the API, the app's shutdown, /metrics) need of a scenario run; the runner's
@@ -47,33 +57,30 @@ class ScenarioRunning(Protocol):
     def as_json(self) -> dict: ...
 
 
-@dataclass
+@dataclass(frozen=True)
 class Lab:
-    """What the blueprints and runs share. Parts are None when the app runs without them (unit tests:
-    START_RECORDER / START_SHAPING false)."""
+    """What the blueprints share, every part present: a controller that cannot build one does not start
+    (ConfigError, exit 2), and the unit tests pass a complete one built from fakes."""
 
     settings: config.Settings
     source: Endpoint
     target: Endpoint
     events: Events
-    problems: Problems = field(default_factory=Problems)  # what a person must repair, on /api/health
+    problems: Problems  # what a person must repair, on /api/health
+    state_dir: Path  # shaping.json, faults.json, run.json, api-token: what outlives a crash
+    run: Run  # the controller's own live results folder
+    recorder: LagRecorder
+    platform: platforms.Platform  # where the services run (Docker; Kubernetes: #23)
+    executor: Executor
+    netem: Netem
+    shaping: ShapingManager
+    counters: Counters | PodCounters  # the bridge's chains on Docker; on Kubernetes each pod counts its own
+    load: LoadGenerator
+    faults: FaultManager
+    clusters: ClusterWatch  # per-node lag of the profiles' clusters
+    captures: Captures  # packet captures of links (tcpdump in the namespaces)
+    restart: Restart  # what the start found and put right (state/recovery.py), on /api/health
+    run_parts: RunParts  # what a scenario run drives
     runs: dict[str, ScenarioRunning] = field(default_factory=dict)  # scenario runs by id
     runs_lock: threading.Lock = field(default_factory=threading.Lock)  # one run at a time, checked and started as one
-    run: Run | None = None  # the controller's own live results folder
-    recorder: LagRecorder | None = None
-    platform: platforms.Platform | None = None  # where the services run (Docker; Kubernetes: #23)
-    executor: Executor | None = None
-    shaping: ShapingManager | None = None
-    counters: Counters | PodCounters | None = None
-    load: LoadGenerator | None = None
-    faults: FaultManager | None = None
-    clusters: ClusterWatch | None = None  # per-node lag of the profiles' clusters
-    captures: Captures | None = None  # packet captures of links (tcpdump in the namespaces)
-    netem_available: bool | None = None
-    state_dir: Path | None = None  # shaping.json, faults.json, run.json, api-token: what outlives a crash
-    run_parts: RunParts | None = None  # what a scenario run drives (built with the recorder and shaping)
-    restart: Restart | None = None  # what the start found and put right (state/recovery.py), on /api/health
-    token_origin: str = ""
-    checks: dict[str, threading.Lock] = field(
-        default_factory=dict
-    )  # long checks running (api.parts.exclusive)  # where the API's token came from (LAB_API_TOKEN, or generated: its file)
+    checks: dict[str, threading.Lock] = field(default_factory=dict)  # long checks running (api.parts.exclusive)

@@ -1,7 +1,5 @@
 import pytest
 
-from laglab.app import create_app
-
 TOKEN = "test-token-0123456789abcdef"
 
 
@@ -13,11 +11,17 @@ def authorized(app):
 
 
 @pytest.fixture
-def app(tmp_path):
-    return create_app(
-        {"TESTING": True, "START_RECORDER": False, "START_SHAPING": False, "STATE_DIR": str(tmp_path)},
-        environ={"LAB_API_TOKEN": TOKEN},
-    )
+def make_app(tmp_path):
+    """The controller's app over a complete lab of fakes (tests/unit/fakes.py fake_app); keyword
+    arguments replace parts of the lab."""
+    from .unit.fakes import fake_app
+
+    return lambda **given: fake_app(tmp_path, environ={"LAB_API_TOKEN": TOKEN}, **given)
+
+
+@pytest.fixture
+def app(make_app):
+    return make_app()
 
 
 @pytest.fixture

@@ -1,11 +1,12 @@
 """GET /api/health: is the controller up, is the lag recorder running, and what must a person repair
 (`problems`, each with its command). GET /metrics: Prometheus."""
 
-from flask import Blueprint, Response
+from flask import Blueprint, Response, current_app
 
 from laglab.api import access, models, parts
 from laglab.api.metrics import CONTENT_TYPE, render
 from laglab.api.openapi import operation
+from laglab.lab import netem_known
 
 bp = Blueprint("health", __name__)
 
@@ -16,29 +17,23 @@ def health():
         return {"status": "ok", "authenticated": False}
     lab = parts.lab()
     recorder = lab.recorder
-    latest = recorder.samples[-1] if recorder and recorder.samples else None
+    latest = recorder.samples[-1] if recorder.samples else None
     return {
         "status": "ok",
         "authenticated": True,
         "problems": lab.problems.current(),
-        "restart": lab.restart.as_json() if lab.restart is not None else None,
-        "token": lab.token_origin,
+        "restart": lab.restart.as_json(),
+        "token": current_app.config["API_TOKEN_ORIGIN"],
         "flavor_setting": lab.settings.DB_FLAVOR,
-        "run": lab.run.path.name if lab.run else None,
-        "platform": None if lab.platform is None else {"name": lab.platform.name, "project": lab.platform.project},
-        "shaping": None
-        if lab.shaping is None
-        else {
+        "run": lab.run.path.name,
+        "platform": {"name": lab.platform.name, "project": lab.platform.project},
+        "shaping": {
             "backend": lab.shaping.backend.name,
-            "netem_available": lab.netem_available,
+            "netem_available": netem_known(lab.netem),
             "last_error": lab.shaping.last_error,
         },
-        "counters": None
-        if lab.counters is None
-        else {"kind": type(lab.counters).__name__, "last_error": lab.counters.last_error},
-        "recorder": None
-        if recorder is None
-        else {
+        "counters": {"kind": type(lab.counters).__name__, "last_error": lab.counters.last_error},
+        "recorder": {
             "running": recorder.alive,
             "interval_ms": round(recorder.interval * 1000),
             "max_window_seconds": round(recorder.samples.maxlen * recorder.interval),

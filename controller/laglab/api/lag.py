@@ -19,12 +19,11 @@ def lag(query: models.LagQuery):
     recorder = parts.recorder()
     samples = recorder.samples
     replicas = recorder.latest()  # mysql-target and any further replica (Kubernetes: mysql-target-1, ...)
-    if lab.clusters is not None:
-        for node in lab.clusters.recorders.values():
-            replicas.update(node.latest())
+    for node in lab.clusters.recorders.values():
+        replicas.update(node.latest())
     if query.replica not in (None, recorder.target.name):
         samples = recorder.replica(query.replica)
-        if samples is None and lab.clusters is not None:
+        if samples is None:
             samples = lab.clusters.replica(query.replica)
         if samples is None:
             raise ApiError(

@@ -27,12 +27,12 @@ class LabCollector(Collector):
         behind = GaugeMetricFamily(
             "laglab_seconds_behind_source", "Seconds_Behind_Source of the replica", labels=["replica"]
         )
-        latest = lab.recorder.samples[-1] if lab.recorder and lab.recorder.samples else None
+        latest = lab.recorder.samples[-1] if lab.recorder.samples else None
         if latest is not None and latest.lag_seconds is not None:
             lag.add_metric([lab.target.name], latest.lag_seconds)
         if latest is not None and latest.seconds_behind_source is not None:
             behind.add_metric([lab.target.name], latest.seconds_behind_source)
-        further = lab.recorder.latest() if lab.recorder else {}
+        further = lab.recorder.latest()
         further.pop(lab.target.name, None)
         for name, sample in further.items():  # further replicas (mysql-target-1, ... on Kubernetes)
             if sample["lag_seconds"] is not None:
@@ -49,7 +49,7 @@ class LabCollector(Collector):
             "GR: flow control throttles the member now (0/1); Galera: wsrep_flow_control_paused",
             labels=["replica"],
         )
-        for recorder in lab.clusters.recorders.values() if getattr(lab, "clusters", None) is not None else ():
+        for recorder in lab.clusters.recorders.values():
             for node, sample in recorder.latest().items():
                 if sample["lag_seconds"] is not None:
                     lag.add_metric([node], sample["lag_seconds"])
@@ -79,15 +79,14 @@ class LabCollector(Collector):
         )
         rate = GaugeMetricFamily("laglab_shaping_rate_bits_per_second", "Rate limit asked", labels=["service", "peer"])
         loss = GaugeMetricFamily("laglab_shaping_loss_ratio", "Loss asked, 0..1", labels=["service", "peer"])
-        if lab.shaping is not None:
-            with lab.shaping.lock:
-                entries = list(lab.shaping.desired.entries.values())
-            for e in entries:
-                labels = [e.service, e.peer or ""]
-                delay.add_metric(labels, e.shaping.delay)
-                loss.add_metric(labels, e.shaping.loss)
-                if e.shaping.rate:
-                    rate.add_metric(labels, e.shaping.rate)
+        with lab.shaping.lock:
+            entries = list(lab.shaping.desired.entries.values())
+        for e in entries:
+            labels = [e.service, e.peer or ""]
+            delay.add_metric(labels, e.shaping.delay)
+            loss.add_metric(labels, e.shaping.loss)
+            if e.shaping.rate:
+                rate.add_metric(labels, e.shaping.rate)
         yield delay
         yield rate
         yield loss
@@ -97,27 +96,26 @@ class LabCollector(Collector):
             "Bytes a service sent to a peer (link) or its eth0 moved (peer '')",
             labels=["service", "peer", "direction"],
         )
-        if lab.counters is not None:
-            for row in lab.counters.latest:
-                if row["kind"] == "link":
-                    link.add_metric([row["service"], row["peer"], "tx"], row["tx_bytes"])
-                else:
-                    link.add_metric([row["service"], "", "tx"], row["tx_bytes"])
-                    link.add_metric([row["service"], "", "rx"], row["rx_bytes"])
+        for row in lab.counters.latest:
+            if row["kind"] == "link":
+                link.add_metric([row["service"], row["peer"], "tx"], row["tx_bytes"])
+            else:
+                link.add_metric([row["service"], "", "tx"], row["tx_bytes"])
+                link.add_metric([row["service"], "", "rx"], row["rx_bytes"])
         yield link
 
         faults = GaugeMetricFamily(
             "laglab_faults_active", "Faults in force (undone when their duration is over)", labels=["service", "action"]
         )
-        for fault in lab.faults.active() if lab.faults is not None else []:
+        for fault in lab.faults.active():
             faults.add_metric([fault.service, fault.action], 1)
         yield faults
         partitions = GaugeMetricFamily("laglab_partitions", "Partitions in force")
-        partitions.add_metric([], len(lab.shaping.desired.partitions) if lab.shaping is not None else 0)
+        partitions.add_metric([], len(lab.shaping.desired.partitions))
         yield partitions
 
         qps = GaugeMetricFamily("laglab_load_qps", "Queries per second of the running load (sysbench report)")
-        load_rows = [r for r in (lab.load.rows if lab.load else []) if lab.load.running]
+        load_rows = list(lab.load.rows) if lab.load.running else []
         qps.add_metric([], load_rows[-1]["qps"] if load_rows else 0.0)
         yield qps
 

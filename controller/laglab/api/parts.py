@@ -1,6 +1,5 @@
-"""The one place the blueprints reach the lab's parts: typed accessors, each answering 503 (in one
-wording per part) when the part does not run in this controller (unit tests start the app without the
-recorder or shaping). Nothing else reads `app.extensions`."""
+"""The one place the blueprints reach the lab's parts: typed accessors over the Lab the app factory was
+given, every part of it present (laglab/lab.py). Nothing else reads `app.extensions`."""
 
 from __future__ import annotations
 
@@ -34,51 +33,27 @@ def lab() -> Lab:
 
 
 def shaping() -> ShapingManager:
-    part = lab().shaping
-    if part is None:
-        raise ApiError(503, "shaping is not available in this controller")
-    return part
+    return lab().shaping
 
 
 def faults() -> FaultManager:
-    part = lab().faults
-    if part is None:
-        raise ApiError(503, "faults are not available in this controller")
-    return part
+    return lab().faults
 
 
 def captures() -> Captures:
-    part = lab().captures
-    if part is None:
-        raise ApiError(503, "captures are not available in this controller")
-    return part
+    return lab().captures
 
 
 def recorder() -> LagRecorder:
-    part = lab().recorder
-    if part is None:
-        raise ApiError(503, "the lag recorder is not running")
-    return part
+    return lab().recorder
 
 
 def load() -> LoadGenerator:
-    part = lab().load
-    if part is None:
-        raise ApiError(503, "the load panel needs the Docker API, which this controller does not use")
-    return part
+    return lab().load
 
 
-def platform() -> Platform | None:
-    """None where the controller runs without a platform (unit tests)."""
+def platform() -> Platform:
     return lab().platform
-
-
-def for_runs() -> Lab:
-    """The lab, when it has what a scenario run needs (the recorder and shaping)."""
-    the_lab = lab()
-    if the_lab.run_parts is None:
-        raise ApiError(503, "runs need the lag recorder and shaping, which are not running in this controller")
-    return the_lab
 
 
 @contextlib.contextmanager

@@ -18,7 +18,7 @@ RUN_ID = {"run_id": {"type": "string"}}
 
 
 def lab():
-    return parts.for_runs()
+    return parts.lab()
 
 
 @operation(
@@ -46,7 +46,7 @@ def start(body: models.RunBody):
     with the_lab.runs_lock:  # the check and the insert as one step: 8 server threads answer at once
         if any(r.busy for r in the_lab.runs.values()):
             raise ApiError(409, "run: another run is in progress (or still cleaning up); wait for it or DELETE it")
-        if the_lab.load is not None and the_lab.load.running:
+        if the_lab.load.running:
             raise ApiError(409, "run: the load panel's load is running; DELETE /api/load first")
         run = ScenarioRun(the_lab.run_parts, plan, Path(current_app.config["RESULTS_DIR"]), text, seed=body.seed)
         the_lab.runs[run.id] = run

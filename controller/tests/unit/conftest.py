@@ -10,7 +10,14 @@ import pytest
 
 from laglab.scenarios.run.runner import ScenarioRun
 
-from .fakes import run_parts, shaping_manager
+from .fakes import close_labs, run_parts, shaping_manager
+
+
+@pytest.fixture(autouse=True)
+def _labs_closed():
+    """Every lab a test assembled from fakes has its live files closed after it (fakes.close_labs)."""
+    yield
+    close_labs()
 
 
 @pytest.fixture

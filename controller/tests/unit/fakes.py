@@ -381,3 +381,78 @@ class VirtualClock:
             finally:
                 del self._waits[me]
         return event.is_set()
+
+
+def fake_lab(places, environ=None, platform=None, executor=None, **given):
+    """A complete Lab (laglab/lab.py) as the controller assembles it (app.assemble: the real managers,
+    recorder, counters and run parts) over FakePlatform with the lab's three services running, the
+    dry-run executor and the kernel backend on a kernel with netem; nothing started, so its recorder
+    has no sample yet, as right after a start. `given` replaces any part (a test's recorder, say)."""
+    import dataclasses
+
+    from laglab import config
+    from laglab.app import assemble
+    from laglab.replicators.db import lab_endpoints
+    from laglab.shaping import backends
+
+    environ = {} if environ is None else environ
+    settings = config.load(environ)
+    platform = platform or FakePlatform.running_services(*LAB_SERVICES)
+    executor = executor or DryRunExecutor(dry_run=True)
+    lab = assemble(
+        settings, lab_endpoints(settings, environ), platform, executor, backends.KernelBackend(), "available", places
+    )
+    ASSEMBLED.append(lab)
+    return dataclasses.replace(lab, **given) if given else lab
+
+
+ASSEMBLED: list = []  # every lab fake_lab built, its CSV files closed after each test (close_labs)
+
+
+def close_labs() -> None:
+    """The live folder's files of every lab assembled during a test (its recorder's lag.csv, its
+    counters' links.csv), as the controller's shutdown closes them; nothing was started."""
+    while ASSEMBLED:
+        lab = ASSEMBLED.pop()
+        lab.recorder.series.close()
+        lab.counters.series.close()
+
+
+def fake_app(tmp_path, config=None, environ=None, **given):
+    """The controller's app (create_app) over fake_lab: state in `tmp_path`, results in
+    `tmp_path/results` unless `config` says otherwise; `given` replaces any part of the lab."""
+    from laglab.app import Places, create_app
+
+    environ = {} if environ is None else environ
+    settings = {"TESTING": True, "STATE_DIR": str(tmp_path), "RESULTS_DIR": str(tmp_path / "results")}
+    settings.update(config or {})
+    settings.setdefault("SHAPING_STATE", str(type(tmp_path)(settings["STATE_DIR"]) / "shaping.json"))
+    lab = fake_lab(Places.of(settings), environ, **given)
+    return create_app(settings, environ=environ, lab=lab)
+
+
+# The whole controller (create_app with no lab given: every part built and started, as in a pod) in a
+# unit test whose servers are not there: the recorder's connections are refused at once (127.0.0.1
+# port 1), as a cluster's are before its databases answer, and recorded as gaps.
+NO_SERVERS = {"LAGLAB_SOURCE": "127.0.0.1:1", "LAGLAB_TARGET": "127.0.0.1:1"}
+
+
+def controller_config(tmp_path) -> dict:
+    """create_app's settings for the whole controller in a unit test: its state and results in tmp_path."""
+    return {"TESTING": True, "STATE_DIR": str(tmp_path), "RESULTS_DIR": str(tmp_path / "results")}
+
+
+def shaping_app(tmp_path, environ):
+    """The controller's app over the lab its settings compose (app.compose: on Kubernetes, the real
+    platform, executor and backend against the API server the test gives), its shaping side started as
+    the controller starts it (app.start_shaping); its recorders not started (no servers answer here:
+    the counters' ephemeral containers would race the test's own)."""
+    from laglab import config
+    from laglab.app import Places, compose, create_app, start_shaping
+
+    settings = controller_config(tmp_path)
+    settings["SHAPING_STATE"] = str(tmp_path / "shaping.json")
+    lab = compose(config.load(environ), environ | NO_SERVERS, Places.of(settings))
+    ASSEMBLED.append(lab)
+    start_shaping(lab)
+    return create_app(settings, environ=environ, lab=lab)

@@ -2,10 +2,10 @@ import collections
 import re
 
 from laglab.api.openapi import document
-from laglab.app import create_app
 from laglab.measurement.lag import LagSample
 
 from ..conftest import authorized
+from .fakes import fake_app
 
 
 class FakeRecorder:
@@ -51,14 +51,15 @@ def test_wrong_method_is_json_405(client):
     assert response.json["status"] == 405
 
 
-def test_lag_without_recorder_is_503(client):
-    response = client.get("/api/lag")
-    assert response.status_code == 503
-    assert response.json == {"error": "the lag recorder is not running", "status": 503}
+def test_lag_before_the_first_sample(client):
+    """Right after a start the recorder has taken no sample: the window is empty, not an error."""
+    body = client.get("/api/lag").json
+    assert body["latest"] is None and body["samples"] == [] and body["replicas"] == {}
+    assert re.fullmatch(r"results/\d{8}T\d{6}Z-live/lag.csv", body["csv"]), body["csv"]
 
 
-def test_lag_window(app, client):
-    app.extensions["laglab"].recorder = FakeRecorder([1.0, 2.0, 3.0, 4.0])
+def test_lag_window(make_app):
+    client = authorized(make_app(recorder=FakeRecorder([1.0, 2.0, 3.0, 4.0])))
     body = client.get("/api/lag?seconds=1.5").json
     assert [s["epoch"] for s in body["samples"]] == [3.0, 4.0]
     assert body["latest"]["epoch"] == 4.0
@@ -66,10 +67,11 @@ def test_lag_window(app, client):
     assert body["split_unavailable"].startswith("MariaDB 10.11.14 has no per-transaction applier timestamps")
 
 
-def test_a_further_replicas_lag_and_metrics(app, client):
+def test_a_further_replicas_lag_and_metrics(make_app):
     """A scaled mysql-target on Kubernetes: each further replica is in `replicas`, in its own window
     (?replica=mysql-target-1) and in /metrics; an unknown one is a 404 naming those recorded."""
-    recorder = app.extensions["laglab"].recorder = FakeRecorder([1.0, 2.0])
+    recorder = FakeRecorder([1.0, 2.0])
+    client = authorized(make_app(recorder=recorder))
     recorder.further["mysql-target-1"] = collections.deque(
         [LagSample(time="x", epoch=e, status="ok", lag_seconds=0.5, replica="mysql-target-1") for e in (1.5, 2.5)],
         maxlen=3000,
@@ -82,8 +84,8 @@ def test_a_further_replicas_lag_and_metrics(app, client):
     assert 'laglab_replication_lag_seconds{replica="mysql-target-1"} 0.5' in client.get("/metrics").text
 
 
-def test_lag_bad_window_names_the_parameter(app, client):
-    app.extensions["laglab"].recorder = FakeRecorder([1.0])
+def test_lag_bad_window_names_the_parameter(make_app):
+    client = authorized(make_app(recorder=FakeRecorder([1.0])))
     response = client.get("/api/lag?seconds=abc")
     assert response.status_code == 400
     assert response.json == {"error": "seconds: 'abc' is not a number", "status": 400}
@@ -98,21 +100,24 @@ def test_consistency_bad_timeout(client):
     assert response.json["error"] == "timeout: 0 is out of range 1..600"
 
 
-def test_health_without_recorder(client):
+def test_health_before_the_recorder_runs(client):
+    """A lab whose recorder has not started (or whose threads died) says so, and every part is listed."""
     body = client.get("/api/health").json
-    assert body["status"] == "ok"
-    assert body["recorder"] is None
+    assert body["status"] == "ok" and body["problems"] == []
+    assert body["recorder"]["running"] is False and body["recorder"]["samples"] == 0
+    assert body["shaping"] == {"backend": "kernel", "netem_available": True, "last_error": None}
+    assert body["platform"] == {"name": "fake", "project": "laglab"} and body["token"] == "LAB_API_TOKEN"
 
 
-def test_token_is_required_when_configured():
+def test_token_is_required_when_configured(tmp_path):
     secret = "s3cret-s3cret-s3cret"
-    app = create_app({"START_RECORDER": False, "START_SHAPING": False}, environ={"LAB_API_TOKEN": secret})
+    app = fake_app(tmp_path, environ={"LAB_API_TOKEN": secret})
     client = app.test_client()
     denied = client.get("/api/lag")
     assert denied.status_code == 401
     assert denied.json["status"] == 401
     assert client.get("/api/lag", headers={"Authorization": "Bearer wrong"}).status_code == 401
-    assert client.get("/api/lag", headers={"Authorization": f"Bearer {secret}"}).status_code == 503  # past auth
+    assert client.get("/api/lag", headers={"Authorization": f"Bearer {secret}"}).status_code == 200
     assert client.get("/api/health").status_code == 200
 
 
@@ -133,9 +138,9 @@ def test_openapi_names_exactly_the_served_routes(app, client):
     assert client.get("/api/openapi.json").json["openapi"].startswith("3.")
 
 
-def test_a_window_longer_than_the_recorder_keeps_gives_all_it_keeps(app, client):
+def test_a_window_longer_than_the_recorder_keeps_gives_all_it_keeps(make_app):
     """Fuzzing found ?seconds=6645.5 schema-valid but refused (the document said 0..86400)."""
-    app.extensions["laglab"].recorder = FakeRecorder([1.0, 2.0, 3.0])
+    client = authorized(make_app(recorder=FakeRecorder([1.0, 2.0, 3.0])))
     body = client.get("/api/lag?seconds=6645.5").json
     assert body["window_seconds"] == 300.0 and len(body["samples"]) == 3
 

@@ -22,7 +22,7 @@ from laglab.scenarios.report import captures as report_captures
 from laglab.shaping.executor import Executor, NamespaceGone
 from laglab.shaping.params import parse_request
 
-from .fakes import FakePlatform, shaping_manager
+from .fakes import FakePlatform, fake_app, shaping_manager
 
 FAKE = Path(__file__).with_name("fake_tcpdump.py")
 
@@ -255,13 +255,10 @@ def test_a_capture_step_out_of_its_bounds_is_refused_naming_the_key(step, messag
 def test_deleting_a_capture_stops_it_answers_its_end_and_forgets_it(tmp_path, monkeypatch):
     """DELETE /api/captures/<id>: the answer is the capture as it ended; then it is gone (404), as a
     deleted resource is (schemathesis's stateful check ST301 found it still listed)."""
-    from laglab.app import create_app
-
     monkeypatch.setenv("FAKE_TCPDUMP_RATE", "20000")
-    app = create_app({"START_RECORDER": False, "START_SHAPING": False, "TESTING": True, "STATE_DIR": str(tmp_path),
-                      "RESULTS_DIR": str(tmp_path / "results")}, environ={"LAB_API_TOKEN": "t" * 32})  # fmt: skip
     platform = FakePlatform.running_services("a", "b")
-    app.extensions["laglab"].captures = Captures(platform, FakeTcpdumpExecutor(), None, tmp_path / "results")
+    captures = Captures(platform, FakeTcpdumpExecutor(), None, tmp_path / "results")
+    app = fake_app(tmp_path, environ={"LAB_API_TOKEN": "t" * 32}, captures=captures)
     client = app.test_client()
     headers = {"Authorization": "Bearer " + "t" * 32}
     started = client.post("/api/captures", json={"link": ["a", "b"], "for": "60s"}, headers=headers)
@@ -278,17 +275,14 @@ def test_deleting_a_capture_stops_it_answers_its_end_and_forgets_it(tmp_path, mo
 
 
 def test_the_api_refuses_a_bad_capture_body_naming_the_field(tmp_path):
-    from laglab.app import create_app
-
-    app = create_app({"START_RECORDER": False, "START_SHAPING": False, "TESTING": True, "STATE_DIR": str(tmp_path)},
-                     environ={"LAB_API_TOKEN": "t" * 32})  # fmt: skip
+    app = fake_app(tmp_path, environ={"LAB_API_TOKEN": "t" * 32})
     client, headers = app.test_client(), {"Authorization": "Bearer " + "t" * 32}
     for body, field in (({"link": ["a"]}, "link"), ({"link": ["a", "b"], "for": "20"}, "for"),
                         ({"link": ["a", "b"], "snaplen": 10}, "snaplen"), ({"link": ["a", "b"], "max_bytes": 2**40}, "max_bytes")):  # fmt: skip
         answer = client.post("/api/captures", json=body, headers=headers)
         assert answer.status_code == 400 and field in answer.json["error"], (body, answer.json)
-    answer = client.post("/api/captures", json={"link": ["a", "b"]}, headers=headers)
-    assert answer.status_code == 503 and answer.json["error"] == "captures are not available in this controller"
+    answer = client.post("/api/captures", json={"link": ["mysql-source", "nobody"]}, headers=headers)
+    assert answer.status_code == 404 and answer.json["error"].startswith("link: no service 'nobody' in this lab")
 
 
 @pytest.mark.parametrize(

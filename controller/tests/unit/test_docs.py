@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from laglab.api.openapi import document
-from laglab.app import create_app
 
 ROOT = Path(__file__).resolve().parents[3]
 PAGES = sorted((ROOT / "docs").glob("*.md"))
@@ -36,8 +35,7 @@ def test_every_variable_of_env_example_is_documented():
     assert sorted(n for n in names if f"`{n}`" not in text) == []
 
 
-def test_every_operation_of_the_api_is_documented():
-    app = create_app({"START_RECORDER": False, "START_SHAPING": False})
+def test_every_operation_of_the_api_is_documented(app):
     with app.app_context():
         paths = document()["paths"]
     operations = [f"`{method.upper()} {path}`" for path, ops in paths.items() for method in ops]

@@ -360,17 +360,14 @@ def test_group_replication_members_on_other_nodes_are_allowed(tmp_path):
     assert done.returncode == 0 and "allowlist" not in done.stdout  # compose: AUTOMATIC, one network
 
 
-def test_the_controllers_readiness_probe_is_answered_as_the_kubelet_sends_it():
+def test_the_controllers_readiness_probe_is_answered_as_the_kubelet_sends_it(app):
     """#38.8: an httpGet probe carries `Host: <pod IP>:<port>` unless its httpHeaders name one (the
     kubelet, pkg/probe/http/request.go); the API answers a Host that is not a name of the controller
     with 421, so the pod was never Ready. The probe is sent to the app as the kubelet would."""
-    from laglab.app import create_app
-
     container = of_kind(render("base"), "Deployment")["controller"]["spec"]["template"]["spec"]["containers"][0]
     probe = container["readinessProbe"]["httpGet"]
     headers = {h["name"]: h["value"] for h in probe.get("httpHeaders", [])}
     host = headers.pop("Host", "10.244.1.7:8080")  # the pod's IP, as the kubelet fills it in
-    app = create_app({"TESTING": True, "START_RECORDER": False, "START_SHAPING": False}, environ={})
     answer = app.test_client().get(probe["path"], headers={**headers, "Host": host, "User-Agent": "kube-probe/1.33"})
     assert answer.status_code == 200, answer.get_json()
 

@@ -11,7 +11,6 @@ import time
 
 import pytest
 
-from laglab.app import create_app
 from laglab.config import ConfigError
 from laglab.errors import Kind, status_of
 from laglab.faults import FaultManager
@@ -29,6 +28,7 @@ from laglab.shaping.params import ShapingError, parse_request
 from ..conftest import authorized
 from ..polling import wait_until
 from .fake_kube import FakeKube
+from .fakes import shaping_app
 
 NS = "laglab"
 CHAOS = f"/apis/chaos-mesh.org/v1alpha1/namespaces/{NS}/networkchaos"
@@ -302,7 +302,7 @@ def test_choosing_the_platform_and_backend():
 def test_the_controller_on_kubernetes_shapes_through_its_api(kube, tmp_path):
     environ = {"LAB_PLATFORM": "kubernetes", "KUBERNETES_API_URL": kube.url, "KUBERNETES_NAMESPACE": NS,
                "POD_NAME": "controller-6d5b8-abcde", "POD_UID": "uid-controller"}  # fmt: skip
-    app = create_app({"START_RECORDER": False, "STATE_DIR": str(tmp_path)}, environ=environ)
+    app = shaping_app(tmp_path, environ)
     try:
         client = authorized(app)
         health = client.get("/api/health").get_json()
@@ -378,7 +378,7 @@ def test_a_load_streams_through_exec_and_stops_with_pkill_in_loadgen(kube, platf
 def test_without_chaos_mesh_the_controller_starts_and_says_why_shaping_fails(kube, tmp_path):
     kube.chaos_mesh_installed = False
     environ = {"LAB_PLATFORM": "kubernetes", "KUBERNETES_API_URL": kube.url, "KUBERNETES_NAMESPACE": NS}
-    app = create_app({"START_RECORDER": False, "STATE_DIR": str(tmp_path)}, environ=environ)
+    app = shaping_app(tmp_path, environ)
     try:
         client = authorized(app)
         assert (
@@ -486,7 +486,7 @@ def test_throughput_on_kubernetes_runs_iperf3_in_the_pods_through_an_ephemeral_c
     debug does), waits for the kubelet to run it, and runs the iperf3 server there and the client in
     loadgen's own container; the next measurement reuses it."""
     environ = {"LAB_PLATFORM": "kubernetes", "KUBERNETES_API_URL": kube.url, "KUBERNETES_NAMESPACE": NS}
-    app = create_app({"START_RECORDER": False, "STATE_DIR": str(tmp_path)}, environ=environ)
+    app = shaping_app(tmp_path, environ)
 
     kube.exec_answer = tools_answer
     try:
@@ -667,7 +667,7 @@ def test_the_controllers_role_grants_exactly_what_its_code_asks(kube, tmp_path):
 
     environ = {"LAB_PLATFORM": "kubernetes", "KUBERNETES_API_URL": kube.url, "KUBERNETES_NAMESPACE": NS,
                "POD_NAME": "controller-6d5b8-abcde", "POD_UID": "uid-controller"}  # fmt: skip
-    app = create_app({"START_RECORDER": False, "STATE_DIR": str(tmp_path)}, environ=environ)
+    app = shaping_app(tmp_path, environ)
 
     kube.exec_answer = tools_answer
     try:

@@ -7,7 +7,6 @@ import threading
 
 import pytest
 
-from laglab.app import create_app
 from laglab.load.generator import LoadBusy, LoadGenerator, Profile
 from laglab.platforms import LabContainer
 from laglab.platforms.docker import DockerPlatform
@@ -177,10 +176,8 @@ class Run:
 
 
 @pytest.fixture
-def api(generator):
-    app = create_app({"TESTING": True, "START_RECORDER": False, "START_SHAPING": False}, environ={})
-    app.extensions["laglab"].load = generator
-    return app
+def api(generator, make_app):
+    return make_app(load=generator)
 
 
 def test_the_panel_cannot_start_a_load_while_a_run_owns_the_generator(api, generator):

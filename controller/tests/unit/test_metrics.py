@@ -1,59 +1,48 @@
 """/metrics text, parsed back with the Prometheus client's own parser."""
 
-import collections
 from types import SimpleNamespace
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from laglab.api.metrics import render
-from laglab.faults import FaultManager
 from laglab.measurement.lag import LagSample
 from laglab.shaping.params import parse_request
 
-from .fakes import shaping_manager
+from .fakes import fake_lab
 
 
-def fake_lab(tmp_path):
-    """The lab's state as /metrics reads it: the real shaping and fault managers (over the unit tests'
-    fake platform) holding two shapings, a partition and a pause; the recorder, counters and load as
-    the controller's hold their latest figures."""
-    shaping = shaping_manager(tmp_path)
-    shaping.put(
+def lab_of_state(tmp_path):
+    """The lab's state as /metrics reads it: a complete lab of fakes (fakes.fake_lab: the real shaping
+    and fault managers over the fake platform) holding two shapings, a partition and a pause; its
+    recorder and counters holding their latest figures as their threads leave them; a load running."""
+    from laglab.app import Places
+
+    lab = fake_lab(Places(tmp_path / "results", tmp_path, tmp_path / "shaping.json"),
+                   load=SimpleNamespace(running=True, rows=[{"qps": 300.0}]))  # fmt: skip
+    lab.shaping.put(
         "mysql-source", parse_request({"delay": "125ms", "loss": "0.5%", "rate": "2mbit", "peer": "mysql-target"})
     )
-    shaping.put("loadgen", parse_request({"delay": "10ms"}))
-    shaping.partition(["mysql-source"], ["mysql-target"])
-    faults = FaultManager(shaping.platform, settle_timeout=5)
-    faults.inject("mysql-target", "pause")
-    return SimpleNamespace(
-        recorder=SimpleNamespace(
-            samples=collections.deque(
-                [
-                    LagSample(
-                        "t",
-                        1.0,
-                        "ok",
-                        lag_seconds=0.25,
-                        seconds_behind_source=0,
-                        transit_seconds=0.2,
-                        queue_seconds=0.04,
-                        apply_seconds=0.01,
-                    )
-                ]
-            ),
-            latest=lambda: {"mysql-target": {"lag_seconds": 0.25, "seconds_behind_source": 0}},  # no further replica
-        ),
-        target=SimpleNamespace(name="mysql-target"),
-        shaping=shaping,
-        faults=faults,
-        counters=SimpleNamespace(
-            latest=[
-                {"kind": "link", "service": "mysql-source", "peer": "mysql-target", "tx_bytes": 1000},
-                {"kind": "container", "service": "mysql-source", "peer": "", "tx_bytes": 5000, "rx_bytes": 7000},
-            ]
-        ),
-        load=SimpleNamespace(running=True, rows=[{"qps": 300.0}]),
+    lab.shaping.put("loadgen", parse_request({"delay": "10ms"}))
+    lab.shaping.partition(["mysql-source"], ["mysql-target"])
+    lab.faults.settle_timeout = 5
+    lab.faults.inject("mysql-target", "pause")
+    lab.recorder.samples.append(
+        LagSample(
+            "t",
+            1.0,
+            "ok",
+            lag_seconds=0.25,
+            seconds_behind_source=0,
+            transit_seconds=0.2,
+            queue_seconds=0.04,
+            apply_seconds=0.01,
+        )
     )
+    lab.counters.latest = [
+        {"kind": "link", "service": "mysql-source", "peer": "mysql-target", "tx_bytes": 1000},
+        {"kind": "container", "service": "mysql-source", "peer": "", "tx_bytes": 5000, "rx_bytes": 7000},
+    ]
+    return lab
 
 
 def samples(text: str) -> dict:
@@ -71,7 +60,7 @@ def test_metrics_follow_the_lab_state(tmp_path):
         point=SimpleNamespace(index=2),
         id="r1",
     )
-    got = samples(render(fake_lab(tmp_path), {"r1": run}).decode())
+    got = samples(render(lab_of_state(tmp_path), {"r1": run}).decode())
     assert got[("laglab_replication_lag_seconds", (("replica", "mysql-target"),))] == 0.25
     assert got[("laglab_seconds_behind_source", (("replica", "mysql-target"),))] == 0
     link = (("peer", "mysql-target"), ("service", "mysql-source"))

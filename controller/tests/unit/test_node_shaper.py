@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from laglab.app import create_app, shutdown
+from laglab.app import shutdown
 from laglab.platforms.kube_api import KubeApi
 from laglab.platforms.kubernetes import KubernetesPlatform
 from laglab.platforms.node import NodePlatform
@@ -28,6 +28,7 @@ from laglab.shaping.params import ShapingError, parse_request
 from ..conftest import authorized
 from ..polling import wait_until
 from .fake_kube import FakeKube
+from .fakes import shaping_app
 
 NS = "laglab"
 
@@ -81,7 +82,7 @@ def shapers(kube, pods):
 def test_a_change_is_a_configmap_each_node_converges_its_own_pods_and_reports(kube, pods, shapers, tmp_path):
     environ = {"LAB_PLATFORM": "kubernetes", "SHAPING_BACKEND": "daemonset", "KUBERNETES_API_URL": kube.url,
                "KUBERNETES_NAMESPACE": NS}  # fmt: skip
-    app = create_app({"START_RECORDER": False, "STATE_DIR": str(tmp_path)}, environ=environ)
+    app = shaping_app(tmp_path, environ)
     try:
         for shaper in shapers.values():
             shaper.executor.ran.clear()

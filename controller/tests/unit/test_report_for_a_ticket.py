@@ -54,13 +54,11 @@ def test_report_html_is_one_file_with_its_plots_and_the_scenarios_text_as_text(t
 def test_results_are_served_sandboxed(tmp_path):
     """Even a page that slipped past the escaping runs no script and reaches none of the dashboard's
     storage (the token): the Content-Security-Policy's sandbox gives it an origin of its own."""
-    from laglab.app import create_app
-
     from ..conftest import TOKEN
+    from .fakes import fake_app
 
     results = tmp_path / "results"
-    app = create_app({"TESTING": True, "START_RECORDER": False, "START_SHAPING": False, "STATE_DIR": str(tmp_path),
-                      "RESULTS_DIR": str(results)}, environ={"LAB_API_TOKEN": TOKEN})  # fmt: skip
+    app = fake_app(tmp_path, environ={"LAB_API_TOKEN": TOKEN})
     (results / "r1").mkdir(parents=True)
     (results / "r1" / "report.html").write_text("<script>alert(1)</script>")
     answer = authorized(app).get("/results/r1/report.html")

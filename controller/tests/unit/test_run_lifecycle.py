@@ -5,9 +5,7 @@ runs, and a stopping controller (SIGTERM -> app.shutdown) interrupts its run ins
 import json
 import threading
 
-import pytest
-
-from laglab.app import create_app, shutdown
+from laglab.app import shutdown
 from laglab.scenarios.plan import load_text
 from laglab.scenarios.run.runner import ScenarioRun
 from laglab.shaping.params import parse_request
@@ -138,11 +136,6 @@ def test_a_failed_hand_back_is_in_the_result_and_on_health_until_repaired(tmp_pa
     assert problem["message"].startswith(f"run {run.id}: DTLE did not record")
     fixed.append(True)  # `make up` resumed native replication
     assert lab.problems.current() == []
-
-
-@pytest.fixture
-def app():
-    return create_app({"TESTING": True, "START_RECORDER": False, "START_SHAPING": False}, environ={})
 
 
 def test_a_stopping_controller_interrupts_its_run(tmp_path, app):

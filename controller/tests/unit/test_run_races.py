@@ -16,9 +16,7 @@ SCENARIO = "name: race\n"
 
 @pytest.fixture
 def lab(app, tmp_path, monkeypatch):
-    the_lab = app.extensions["laglab"]
-    the_lab.run_parts = run_parts(shaping_manager(tmp_path))  # what POST /api/runs asks to be running
-    app.config["RESULTS_DIR"] = str(tmp_path)
+    the_lab = app.extensions["laglab"]  # its run parts: the real ones over the fakes (fakes.fake_lab)
     release = threading.Event()
     monkeypatch.setattr(ScenarioRun, "_main", _lasting(release))
     monkeypatch.setattr(ScenarioRun, "__init__", _slow_init(ScenarioRun.__init__))
