@@ -34,11 +34,21 @@ def _knobs() -> str:
     return "\n".join(lines) + "\n"
 
 
+def _point_record() -> str:
+    from laglab.scenarios.analysis.record import PointRecord
+
+    lines = ["| field | what (unit) | always |", "|---|---|---|"]
+    for name, info in PointRecord.model_fields.items():
+        lines.append(f"| `{name}` | {info.description or ''} | {'yes' if info.is_required() else ''} |")
+    return "\n".join(lines) + "\n"
+
+
 # page (from the repository's root) -> name of the part -> what writes it
 PARTS: dict[str, dict[str, Callable[[], str]]] = {
     "docs/cli.md": {"every command and option": _cli_reference},
     "docs/scenarios.md": {"scenario keys": _scenario_keys},
     "docs/shaping.md": {"shaping knobs": _knobs},
+    "results/README.md": {"a point's record": _point_record},
 }
 
 

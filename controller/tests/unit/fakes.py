@@ -456,3 +456,19 @@ def shaping_app(tmp_path, environ):
     ASSEMBLED.append(lab)
     start_shaping(lab)
     return create_app(settings, environ=environ, lab=lab)
+
+
+def point_record(**figures):
+    """A point's record (analysis/record.py PointRecord) as the runner builds one, for tests that stand
+    in for the measurement: what a test gives, and for the rest what a point that measured nothing
+    says (no lag figures, no load, no checks)."""
+    from laglab.scenarios.analysis.record import PointRecord
+
+    base = dict(
+        point=1, params={}, link={}, load={}, replicator={"kind": "native"}, verification={}, measured_seconds=0.0,
+        window_start_epoch=0.0, lag_samples=0, gaps=0, max_lag_seconds=None, p95_lag_seconds=None, lag_slope=None,
+        lag_slope_ci=None, tps=None, load_seconds=None, qps=None, link_mbit=None, reverse_link_mbit=None,
+        binlog_mbit=None, load_error=None, load_restarts=0, host=None, assertions=[], passed=True,
+        outcome={"verdict": "NO CHECKS", "held": True, "reasons": [], "checks": 0, "failed": 0},
+    )  # fmt: skip
+    return PointRecord.model_validate(base | figures)

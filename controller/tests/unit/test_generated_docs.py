@@ -30,6 +30,7 @@ def test_a_stale_part_is_found_and_written_again(tmp_path):
     assert stale != fresh
     (tmp_path / page).write_text(stale)
     for other in set(generated_docs.PARTS) - {page}:
+        (tmp_path / other).parent.mkdir(exist_ok=True)
         (tmp_path / other).write_text((ROOT / other).read_text())
     assert generated_docs.write(tmp_path) == [page]
     assert (tmp_path / page).read_text() == fresh

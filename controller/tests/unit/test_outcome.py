@@ -33,11 +33,12 @@ STEP_FAILED = {"point": 1, "step": 1, "text": "kill mysql-target", "asked_epoch"
                "error": "no container", "action": "kill", "catch_up_seconds": None}  # fmt: skip
 
 
-def measured(verification=VERIFIED, load_error=None, events=(), lag=1.0) -> dict:
+def measured(verification=VERIFIED, load_error=None, events=(), lag=1.0):
     """One point's result as the runner makes it (summarise.point_result) from what it measured."""
     window = Window(load_start=0.0, start=10.0, end=70.0, load_rows=[{"epoch": 11.0, "tps": 50.0, "qps": 200.0}],
                     load_error=load_error)  # fmt: skip
-    figures = {"links_mbit": {}, "max_lag_seconds": lag, "p95_lag_seconds": lag / 2, "lag_slope": 0.0}
+    figures = {"links_mbit": {}, "lag_samples": 120, "gaps": 0, "max_lag_seconds": lag, "p95_lag_seconds": lag / 2,
+               "lag_slope": 0.0, "lag_slope_ci": None}  # as PointRecording.figures gives them  # fmt: skip
     return point_result(PLAN.points[0].plan(), verification, window, figures, {}, list(events))
 
 
@@ -63,11 +64,12 @@ def written(tmp_path, run) -> tuple[dict, str, str]:
 
 def cli_run(controller, tmp_path, run, doc: dict):
     """`laglab run` against a controller whose run ended as `run` (ScenarioRun.as_json's fields)."""
+    points = [p.as_json() for p in run.summary]
     answer = {"id": run.id, "scenario": "ticket", "status": run.status, "reason": run.reason, "points": 1,
               "point": None, "point_params": None, "step": "done", "elapsed_seconds": 90.0, "eta_seconds": 0.0,
-              "results": "results/r1", "summary": run.summary, "identical": run.consistency.get("identical"),
+              "results": "results/r1", "summary": points, "identical": run.consistency.get("identical"),
               "cleanup_errors": [], "knees": [], "seed": None,
-              "outcome": of_run(run.status, run.reason, run.summary, doc["consistency"], []).as_json()}  # fmt: skip
+              "outcome": of_run(run.status, run.reason, points, doc["consistency"], []).as_json()}  # fmt: skip
     controller.answer("POST /api/runs", answer, 201)
     scenario = tmp_path / "ticket.yaml"
     scenario.write_text(SCENARIO)
@@ -88,8 +90,8 @@ def cli_run(controller, tmp_path, run, doc: dict):
 )
 def test_every_reader_says_the_one_outcome(controller, tmp_path, point, verdict, why):
     result = measured(**point)
-    assert result["outcome"]["verdict"] == verdict and result["passed"] == (verdict == "PASS")
-    assert why is None or any(r.startswith(why) for r in result["outcome"]["reasons"]), result["outcome"]
+    assert result.outcome.verdict == verdict and result.passed == (verdict == "PASS")
+    assert why is None or any(r.startswith(why) for r in result.outcome.reasons), result.outcome
     run = run_of([result])
     doc, md, html = written(tmp_path, run)
     assert doc["outcome"]["verdict"] == verdict and run_outcome(doc).verdict == verdict
@@ -125,12 +127,12 @@ def test_an_interrupted_run_has_no_verdict_but_its_status(controller, tmp_path):
 
 def test_a_search_whose_expectation_failed_is_a_failed_run():
     knees = [{"expect": [{"expectation": "knee >= 150", "knee": 120, "passed": False}]}]
-    decided = of_run("completed", None, [measured()], None, knees)
+    decided = of_run("completed", None, [measured().as_json()], None, knees)
     assert decided.verdict == "FAIL" and decided.reasons == ["search: `knee >= 150` did not hold (knee 120)"]
     assert (decided.checks, decided.failed) == (2, 1)
 
 
 def test_an_older_summary_without_an_outcome_gets_it_by_the_same_rule():
-    point = measured(verification=NOT_AS_ASKED)
+    point = measured(verification=NOT_AS_ASKED).as_json()
     stored = point.pop("outcome")
     assert of_point(point).as_json() == stored

@@ -189,8 +189,8 @@ def test_the_runner_drives_a_kind_through_the_interface_in_order(tmp_path, monke
     ]  # fmt: skip
     assert run.parts.shaping.desired.entries == {}  # the real manager's state: cleared at the end
     point = run.summary[0]
-    assert point["tcp_buffers"]["mysql-source"] == {"wmem": "4096 16384 4194304", "rmem": "4096 131072 6291456"}
-    assert point["binlog_mbit"] == 0.0 and point["replicator_metrics"] == {} and point["passed"] is True
+    assert point.tcp_buffers["mysql-source"] == {"wmem": "4096 16384 4194304", "rmem": "4096 131072 6291456"}
+    assert point.binlog_mbit == 0.0 and point.replicator_metrics == {} and point.passed is True
 
 
 def test_a_kind_that_checks_on_an_unshaped_network_gets_it_from_the_runner(tmp_path, monkeypatch):

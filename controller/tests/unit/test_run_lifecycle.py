@@ -10,7 +10,7 @@ from laglab.scenarios.plan import load_text
 from laglab.scenarios.run.runner import ScenarioRun
 from laglab.shaping.params import parse_request
 
-from .fakes import run_parts, shaping_manager
+from .fakes import point_record, run_parts, shaping_manager
 
 
 class FakeReplicator:
@@ -84,7 +84,7 @@ def test_a_failing_cleanup_step_is_reported_and_the_others_run(tmp_path):
     def point(p):
         shaped(lab)
         lab.shaping.executor.owns = lambda pid: False  # its containers restarted under the run (new PIDs)
-        return {"point": 1, "params": {}, "passed": True}
+        return point_record()
 
     run, lab, restored = make_run(tmp_path, point)
     run._check = lambda step: None
@@ -168,7 +168,7 @@ def test_a_seeded_run_records_its_seed_seeds_the_links_while_it_runs_and_unseeds
         shaped(lab)
         during.append(lab.shaping.describe("mysql-source", readback=False))
         during.append([argv for argv in lab.shaping.executor.ran if "netem" in argv][-1])
-        return {}
+        return point_record()
 
     lab = run_parts(shaping_manager(tmp_path))
     lab.shaping.backend.seed_taken = True  # a kernel whose netem keeps a seed (Linux 6.6+)
@@ -188,7 +188,7 @@ def test_an_unseedable_host_says_so_and_random_draws_a_seed_that_is_recorded(tmp
     lab = run_parts(shaping_manager(tmp_path))  # the dry run's tc prints nothing back: no seed kept
     run = ScenarioRun(lab, load_text("name: drawn\n"), tmp_path, "")
     run.replicator = run.replicators["native"] = FakeReplicator([])
-    run._run_point = lambda p: {}
+    run._run_point = lambda p: point_record()
     run.start()
     run.wait(10)
     meta = run_json(run)

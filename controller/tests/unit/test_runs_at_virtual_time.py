@@ -16,6 +16,7 @@ import time
 import pytest
 
 from laglab.scenarios.analysis.outcome import run_outcome
+from laglab.scenarios.analysis.record import RunRecord
 from laglab.scenarios.plan import load_text
 from laglab.scenarios.run.runner import ScenarioRun
 from laglab.state.events import Events
@@ -67,7 +68,10 @@ def run_of(synthetic: SyntheticLab, text: str, tmp_path) -> ScenarioRun:
 
 
 def files(run: ScenarioRun) -> tuple[dict, str]:
-    return json.loads((run.run.path / "summary.json").read_text()), (run.run.path / "report.md").read_text()
+    """summary.json, checked to be exactly the declared run record (analysis/record.py), and report.md."""
+    summary = json.loads((run.run.path / "summary.json").read_text())
+    assert RunRecord.model_validate(summary).as_json() == summary
+    return summary, (run.run.path / "report.md").read_text()
 
 
 def test_a_ten_point_sweep_with_a_timeline_records_each_point_and_decides_once(lab, tmp_path):

@@ -21,6 +21,8 @@ from laglab.scenarios.analysis.knee_search import (
 )
 from laglab.scenarios.plan import load_text
 
+from .fakes import point_record
+
 
 def lag_series(slope: float, seconds: int, noise: float, rng: random.Random, hz: int = 10) -> list[tuple[float, float]]:
     """`seconds` of samples at `hz`: a trend of `slope` s/s plus an AR(1) wander of scale `noise`."""
@@ -130,12 +132,12 @@ def test_a_whole_step_ends_the_bisection_when_nothing_lies_between():
 def test_a_source_that_does_not_take_the_asked_rate_is_not_sustained():
     criterion = Criterion.parse("lag_slope < 0.005")
     flat = slope_interval(lag_series(0.0, 60, 0.02, random.Random(1))).as_json()
-    assert judge(criterion, {"lag_slope_ci": flat, "tps": 99.0}, asked_rate=100)[0] == SUSTAINED
-    verdict, _slope, why = judge(criterion, {"lag_slope_ci": flat, "tps": 80.0}, asked_rate=100)
+    assert judge(criterion, point_record(lag_slope_ci=flat, tps=99.0), asked_rate=100)[0] == SUSTAINED
+    verdict, _slope, why = judge(criterion, point_record(lag_slope_ci=flat, tps=80.0), asked_rate=100)
     assert verdict == NOT_SUSTAINED and why == "the source took 80 of 100 TPS asked"
-    verdict, _slope, why = judge(criterion, {"lag_slope_ci": flat, "load_error": "FATAL: x"}, asked_rate=100)
+    verdict, _slope, why = judge(criterion, point_record(lag_slope_ci=flat, load_error="FATAL: x"), asked_rate=100)
     assert verdict == NOT_SUSTAINED and why == "the load failed: FATAL: x"
-    assert judge(criterion, {"lag_slope_ci": None, "tps": 100.0}, asked_rate=100)[0] == UNDECIDED
+    assert judge(criterion, point_record(lag_slope_ci=None, tps=100.0), asked_rate=100)[0] == UNDECIDED
 
 
 SEARCHED = """
@@ -162,8 +164,8 @@ def test_a_run_measures_each_search_probe_by_probe_and_keeps_the_knees(scenario_
         slope = 0.0 if rate <= knee else 0.05 * (rate - knee) / knee
         interval = slope_interval(lag_series(slope, int(60 * factor), 0.02, rng))
         seen.append((point.index, point.params["link.rtt"], rate, factor))
-        scenario_run.summary.append({"point": point.index + 1, "params": point.params, "tps": float(rate),
-                                     "load": {"rate_tps": rate}, "lag_slope_ci": interval.as_json()})  # fmt: skip
+        scenario_run.summary.append(point_record(point=point.index + 1, params=point.params, tps=float(rate),
+                                                 load={"rate_tps": rate}, lag_slope_ci=interval.as_json()))  # fmt: skip
     assert [index for index, *_ in seen] == list(range(len(seen)))
     assert all(isinstance(rate, int) for _i, _rtt, rate, _f in seen)
     doc = scenario_run.points.doc()
@@ -174,15 +176,15 @@ def test_a_run_measures_each_search_probe_by_probe_and_keeps_the_knees(scenario_
         good, bad = entry["bracket"]
         assert entry["final"] and entry["state"] == "found" and good <= edge * 1.01 and bad >= edge * 0.97, entry
         assert entry["points"] == [
-            p["point"] for p in scenario_run.summary if p["params"]["link.rtt"] == entry["at"]["link.rtt"]
+            p.point for p in scenario_run.summary if p.params["link.rtt"] == entry["at"]["link.rtt"]
         ]
-    probes = [p["probe"] for p in scenario_run.summary]
+    probes = [p.probe for p in scenario_run.summary]
     assert probes[0] == {"search": 1, "param": "load.rate", "value": 50, "window_factor": 1, "verdict": SUSTAINED,
                          "why": "the interval lies under 0.005 s/s"}  # fmt: skip
     # An undecided probe's repeat is the same value with the window twice as long.
     for earlier, later in itertools.pairwise(scenario_run.summary):
-        if earlier["probe"]["verdict"] == UNDECIDED and earlier["probe"]["window_factor"] == 1:
-            assert later["probe"]["value"] == earlier["probe"]["value"] and later["probe"]["window_factor"] == 2
+        if earlier.probe["verdict"] == UNDECIDED and earlier.probe["window_factor"] == 1:
+            assert later.probe["value"] == earlier.probe["value"] and later.probe["window_factor"] == 2
 
 
 def test_one_search_has_its_knee_by_name_and_the_plan_says_its_most_probes(scenario_runs):
@@ -194,8 +196,8 @@ def test_one_search_has_its_knee_by_name_and_the_plan_says_its_most_probes(scena
         rate = point.scenario.load.rate
         slope = 0.0 if rate <= 150 else 0.05 * (rate - 150) / 150
         interval = slope_interval(lag_series(slope, 60, 0.02, random.Random(rate)))
-        scenario_run.summary.append({"point": point.index + 1, "params": point.params, "tps": float(rate),
-                                     "lag_slope_ci": interval.as_json()})  # fmt: skip
+        scenario_run.summary.append(point_record(point=point.index + 1, params=point.params, tps=float(rate),
+                                                 lag_slope_ci=interval.as_json()))  # fmt: skip
     assert scenario_run.points.doc()["knee"]["load.rate"] >= 150
 
 
@@ -247,5 +249,5 @@ def test_a_poisson_load_that_ran_as_asked_is_not_taken_for_one_the_source_refuse
     assert took(94.69, 100, 15) and not took(80, 100, 15) and not took(940.0, 1000, 60)  # long windows: 95 %
     criterion = Criterion.parse("lag_slope < 0.005")
     flat = slope_interval(lag_series(0.0, 60, 0.02, random.Random(1))).as_json()
-    point = {"lag_slope_ci": flat, "tps": 94.69, "measured_seconds": 15.0}
+    point = point_record(lag_slope_ci=flat, tps=94.69, measured_seconds=15.0)
     assert judge(criterion, point, asked_rate=100)[0] == SUSTAINED

@@ -18,6 +18,10 @@ import re
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from laglab.scenarios.analysis.record import PointRecord
 
 SUSTAINED, NOT_SUSTAINED, UNDECIDED = "sustained", "not sustained", "undecided"
 # Student's t, two-sided 95 %, by degrees of freedom (1..30); the normal's 1.96 beyond.
@@ -225,15 +229,15 @@ def took(tps: float, asked: float, seconds: float | None) -> bool:
     return tps >= min(0.95 * asked, asked - 4 * sigma)
 
 
-def judge(criterion: Criterion, point: dict, asked_rate: float | None = None) -> tuple[str, Slope | None, str]:
-    """A measured point's verdict (summary.json's figures), its slope and why, in words. A load that
+def judge(criterion: Criterion, point: PointRecord, asked_rate: float | None = None) -> tuple[str, Slope | None, str]:
+    """A measured point's verdict (its record's figures), its slope and why, in words. A load that
     failed, or a write rate the source did not take (`took`), is not sustained whatever the lag did:
     the load asked was not the load that ran."""
-    slope = Slope.from_json(point.get("lag_slope_ci"))
-    if point.get("load_error"):
-        return NOT_SUSTAINED, slope, f"the load failed: {point['load_error']}"
-    if asked_rate and not took(point.get("tps") or 0, asked_rate, point.get("measured_seconds")):
-        return NOT_SUSTAINED, slope, f"the source took {point.get('tps') or 0:g} of {asked_rate:g} TPS asked"
+    slope = Slope.from_json(point.lag_slope_ci)
+    if point.load_error:
+        return NOT_SUSTAINED, slope, f"the load failed: {point.load_error}"
+    if asked_rate and not took(point.tps or 0, asked_rate, point.measured_seconds):
+        return NOT_SUSTAINED, slope, f"the source took {point.tps or 0:g} of {asked_rate:g} TPS asked"
     verdict = criterion.verdict(slope)
     if slope is None:
         return verdict, None, "too few lag samples for a slope"

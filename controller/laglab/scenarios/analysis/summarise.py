@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 
 from laglab.scenarios.analysis import outcome
+from laglab.scenarios.analysis.record import PointRecord
 from laglab.scenarios.plan import PointPlan
 from laglab.scenarios.run.measure import Window
 
@@ -13,7 +14,9 @@ from laglab.scenarios.run.measure import Window
 def point_result(
     plan: PointPlan, verification: dict, window: Window, figures: dict, extra: dict, events=(),
     host: dict | None = None,
-) -> dict:  # fmt: skip
+) -> PointRecord:  # fmt: skip
+    """The point's record: what it asked (the plan's settings), what was measured, its assertions judged
+    and its outcome decided."""
     links = figures.pop("links_mbit")
     timed = plan.load.tool == "mysqlslap"  # one row: its time and throughput over the whole run
     rows = window.load_rows if timed else [r for r in window.load_rows if r["epoch"] >= window.start]
@@ -45,7 +48,7 @@ def point_result(
     decided = outcome.of_point(result)
     result["outcome"] = decided.as_json()
     result["passed"] = decided.held
-    return result
+    return PointRecord.model_validate(result)  # every figure as declared (analysis/record.py), or it fails here
 
 
 def timeline_figures(events, end: float) -> dict:

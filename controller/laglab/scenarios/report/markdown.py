@@ -16,6 +16,7 @@ matplotlib.use("Agg")
 
 from laglab.scenarios.analysis import bottleneck
 from laglab.scenarios.analysis.outcome import point_outcome
+from laglab.scenarios.analysis.record import read_summary
 from laglab.scenarios.report import captures as report_captures
 from laglab.scenarios.report import html as report_html
 from laglab.scenarios.report import plots, published, verdict, words
@@ -96,7 +97,7 @@ def host_lines(summary: dict) -> list[str]:
 
 def render(run: Path) -> Path:
     run = Path(run)
-    summary = json.loads((run / "summary.json").read_text())
+    summary = read_summary(run)  # validated against the run's record (analysis/record.py)
     environment = json.loads((run / "environment.json").read_text()) if (run / "environment.json").exists() else {}
     clustered = any(p.get("cluster") for p in summary.get("points", []))
     searched = bool(summary.get("knees"))

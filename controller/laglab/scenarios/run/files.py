@@ -7,6 +7,7 @@ import yaml
 
 from laglab.measurement.results import iso
 from laglab.scenarios.analysis import bottleneck, outcome
+from laglab.scenarios.analysis.record import RunRecord
 from laglab.scenarios.plan import Plan
 
 
@@ -30,7 +31,8 @@ def _reference(plan: Plan) -> dict | None:
 
 
 def summary_doc(run, consistency_report) -> dict:
-    """summary.json of a run (ScenarioRun) as it stands: written after each point and at the end."""
+    """summary.json of a run (ScenarioRun) as it stands, the run's record: written after each point and at
+    the end."""
     plan = run.plan
     tolerance = plan.scenario.bottleneck
     doc = {
@@ -44,13 +46,13 @@ def summary_doc(run, consistency_report) -> dict:
         "sweep": plan.sweep,
         "link_between": list(plan.scenario.link.between),
         "reference": _reference(plan),
-        "points": run.summary,
+        "points": [p.as_json() for p in run.summary],
         # a search's answers: one per sweep point, and `knee` by knob when there is one (assertions:
         # summary["knee"]["load.rate"] >= 150)
         **run.points.doc(),
         # Points whose measured window had more runnable tasks than cores (hostload.py): CPU-bound
         # figures, not the network's.
-        "host_saturated_points": [p["point"] for p in run.summary if (p.get("host") or {}).get("saturated")],
+        "host_saturated_points": [p.point for p in run.summary if (p.host or {}).get("saturated")],
         "cleanup_errors": run.cleanup_errors,
         "bottleneck_tolerance": {"pct": tolerance.tolerance_pct, "slope": tolerance.slope_tolerance},
         "consistency": None
@@ -64,5 +66,5 @@ def summary_doc(run, consistency_report) -> dict:
     # What should bound each point, predicted, against what was measured (analysis/bottleneck.py).
     doc["bottlenecks"] = bottleneck.explain(doc, run.environment)
     # What the run came to, decided once (outcome.py): report.md, report.html and the CLI read it.
-    doc["outcome"] = outcome.of_run(run.status, run.reason, run.summary, doc["consistency"], run.knees).as_json()
-    return doc
+    doc["outcome"] = outcome.of_run(run.status, run.reason, doc["points"], doc["consistency"], run.knees).as_json()
+    return RunRecord.model_validate(doc).as_json()  # exactly the declared record (analysis/record.py)

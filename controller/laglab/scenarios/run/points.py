@@ -5,6 +5,7 @@ point by point, apart from the run that measures each probe."""
 from __future__ import annotations
 
 from laglab.scenarios.analysis.knee_search import judge
+from laglab.scenarios.analysis.record import PointRecord
 from laglab.scenarios.plan import Plan, Point
 
 
@@ -16,7 +17,7 @@ class RunPoints:
         self.plan = plan
         self.knees: list[dict] = []  # a search's answer per sweep point, as each one ends
 
-    def each(self, summary: list[dict]):
+    def each(self, summary: list[PointRecord]):
         """The points to measure: the sweep's, or each search's probes as it asks for them (a probe's
         verdict is read from its result, appended to summary before the next one is asked)."""
         search = self.plan.search
@@ -30,12 +31,12 @@ class RunPoints:
                 value, factor = asked
                 yield self.plan.probe(group, value, factor, index=len(summary))
                 result = summary[-1]
-                rate = (result.get("load") or {}).get("rate_tps") or None  # a write rate asked, searched or not
+                rate = result.load.get("rate_tps") or None  # a write rate asked, searched or not
                 verdict, slope, why = judge(search.criterion, result, asked_rate=rate)
                 knee.record(value, verdict, slope)
-                numbers.append(result["point"])
-                result["probe"] = {"search": group.index + 1, "param": search.param, "value": search.value(value),
-                                   "window_factor": factor, "verdict": verdict, "why": why}  # fmt: skip
+                numbers.append(result.point)
+                result.probe = {"search": group.index + 1, "param": search.param, "value": search.value(value),
+                                "window_factor": factor, "verdict": verdict, "why": why}  # fmt: skip
                 self._write(group, knee, numbers, final=False)
             self._write(group, knee, numbers, final=True)
 

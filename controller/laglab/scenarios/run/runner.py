@@ -21,6 +21,7 @@ from laglab.measurement.hostload import HostLoad
 from laglab.measurement.results import Run
 from laglab.scenarios.analysis import summarise
 from laglab.scenarios.analysis.outcome import of_run
+from laglab.scenarios.analysis.record import PointRecord
 from laglab.scenarios.plan import Plan, Point, PointPlan, describe_point
 from laglab.scenarios.report import markdown as report
 from laglab.scenarios.run import files as run_files
@@ -87,7 +88,7 @@ class ScenarioRun:
         self.step = "queued"
         self.started = self.clock.time()
         self.finished: float | None = None
-        self.summary: list[dict] = []
+        self.summary: list[PointRecord] = []  # each point's record, in the order measured
         self._status_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._load_series = self.run.series("load.csv", LOAD_COLUMNS)
@@ -125,13 +126,15 @@ class ScenarioRun:
             "elapsed_seconds": round(elapsed, 1),
             "eta_seconds": round(eta, 1),
             "results": f"results/{self.id}",
-            "summary": self.summary,
+            "summary": [p.as_json() for p in self.summary],
             "identical": self.identical,
             "cleanup_errors": self.cleanup_errors,
             "knees": self.knees,
             "seed": self.seed,
             # What the run came to, decided by outcome.py as summary.json's is (files.summary_doc).
-            "outcome": of_run(self.status, self.reason, self.summary, consistency, self.knees).as_json(),
+            "outcome": of_run(
+                self.status, self.reason, [p.as_json() for p in self.summary], consistency, self.knees
+            ).as_json(),
         }
 
     def start(self) -> None:
@@ -255,7 +258,7 @@ class ScenarioRun:
         self.replicator = self.replicators[kind]
         return self.replicator
 
-    def _run_point(self, point: Point) -> dict:
+    def _run_point(self, point: Point) -> PointRecord:
         plan = point.plan()  # from here on, the plan alone: nothing reads the scenario again
         shaping = self.parts.shaping
         replicator = self._replicator_for(plan)
