@@ -32,7 +32,9 @@ from laglab.replicators import consistency
 from laglab.replicators.db import Endpoint, connect, executed_gtids, server_dialect, wait_executed
 
 if TYPE_CHECKING:
-    from laglab.load.generator import Profile
+    from laglab.config import Settings
+    from laglab.load.generator import LoadGenerator, Profile
+    from laglab.measurement.lag import LagRecorder
     from laglab.platforms import Platform
 
 Sleep = Callable[[float], None]
@@ -60,18 +62,19 @@ class ReplicatorPlan:
     cluster: ClusterPlan | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class Parts:
-    """What a replicator kind may use of the lab, and nothing else: the servers, the settings, the
-    platform its agents run on (exec, logs), the lag recorder (paused at hand-overs), the load generator
-    (a data set's prepare). Unit tests give fakes of the ones a kind uses."""
+    """What a replicator kind may use of the lab, and nothing else, each part required: the servers, the
+    settings, the platform its agents run on (exec, logs), the lag recorder (paused at hand-overs; its
+    heartbeats mark a catch-up), the load generator (a data set's prepare). Built once by the
+    composition root (app.assemble); unit tests build one over their fakes (fakes.kind_parts)."""
 
-    settings: object
+    settings: Settings
     source: Endpoint
     target: Endpoint
-    platform: Platform | None = None
-    recorder: object | None = None
-    load: object | None = None
+    platform: Platform
+    recorder: LagRecorder
+    load: LoadGenerator
 
 
 class Replicator:

@@ -3,7 +3,9 @@
 a dry-run executor; and for runs and timelines the real ShapingManager over them (`shaping_manager`),
 a `Spy` that records the order of calls, and the parts a ScenarioRun drives (`run_parts`)."""
 
+import shutil
 import threading
+from pathlib import Path
 
 from laglab.shaping import tcp_buffers
 from laglab.shaping.executor import Executor
@@ -317,7 +319,6 @@ def run_parts(shaping, **given):
     from laglab.measurement.captures import Captures
     from laglab.measurement.results import Fanout
     from laglab.replicators import KINDS
-    from laglab.replicators.base import Parts
     from laglab.scenarios.run import measure
     from laglab.scenarios.run.parts import RunParts
     from laglab.state.events import Events
@@ -329,7 +330,7 @@ def run_parts(shaping, **given):
         captures=Captures(platform, executor, shaping, str(shaping.state_path.parent / "captures")),
         load=IdleLoad(), events=Events(), problems=Problems(), platform=platform, executor=executor,
         lag=Fanout("lag"), links=Fanout("links"), nodes=Fanout("cluster lag"),
-        kinds=lambda kind: KINDS[kind](Parts(None, None, None, platform)), describe=dict,
+        kinds=lambda kind: KINDS[kind](kind_parts(platform, given.get("load") or IdleLoad())), describe=dict,
         verify=lambda plan: measure.verify_link(platform, executor, plan), workers=list, state_dir=shaping.state_path.parent, clock=WALL,
     )  # fmt: skip
     parts.update(given)
@@ -411,11 +412,38 @@ ASSEMBLED: list = []  # every lab fake_lab built, its CSV files closed after eac
 
 def close_labs() -> None:
     """The live folder's files of every lab assembled during a test (its recorder's lag.csv, its
-    counters' links.csv), as the controller's shutdown closes them; nothing was started."""
+    counters' links.csv), as the controller's shutdown closes them; nothing was started. And those of
+    every recorder kind_parts made, with their folders."""
     while ASSEMBLED:
         lab = ASSEMBLED.pop()
         lab.recorder.series.close()
         lab.counters.series.close()
+    while RECORDERS:
+        recorder = RECORDERS.pop()
+        recorder.series.close()
+        shutil.rmtree(recorder.run.path.parent, ignore_errors=True)
+
+
+RECORDERS: list = []
+
+
+def kind_parts(platform, load):
+    """What a replicator kind may use (replicators/base.py Parts), over the test's platform and load:
+    the default settings and the lab's endpoints, and a real lag recorder that was never started (no
+    sample, no heartbeat written; its live folder in a temporary directory, removed after the test)."""
+    import tempfile
+
+    from laglab import config
+    from laglab.measurement.lag import LagRecorder
+    from laglab.measurement.results import Run
+    from laglab.replicators.base import Parts
+    from laglab.replicators.db import lab_endpoints
+
+    settings = config.load({})
+    source, target = lab_endpoints(settings, {})
+    recorder = LagRecorder(source, target, 0.1, 60, Run(Path(tempfile.mkdtemp(prefix="laglab-recorder-")), "live"))
+    RECORDERS.append(recorder)
+    return Parts(settings, source, target, platform, recorder, load)
 
 
 def fake_app(tmp_path, config=None, environ=None, **given):

@@ -27,14 +27,14 @@ from laglab.deadline import TimedOut, poll
 from laglab.load.generator import LoadGenerator
 from laglab.measurement.lag import LagSample
 from laglab.measurement.results import Fanout, iso
-from laglab.replicators.base import Parts, Replicator
+from laglab.replicators.base import Replicator
 from laglab.scenarios.run import measure
 from laglab.scenarios.run.parts import RunParts
 from laglab.shaping import backends
 from laglab.shaping.desired import BLOCK
 from laglab.shaping.manager import ShapingManager
 
-from .fakes import DryRunExecutor, FakeExecution, FakePlatform, run_parts
+from .fakes import DryRunExecutor, FakeExecution, FakePlatform, kind_parts, run_parts
 
 LINK_BYTES = 500  # bytes a transaction puts on the link (binlog events and their framing)
 APPLY_TPS = 5000.0  # what the replica applies on an unshaped link
@@ -213,7 +213,7 @@ class SyntheticReplica(Replicator):
     kind = "native"
 
     def __init__(self, lab: SyntheticLab):
-        super().__init__(Parts(config.load({}), None, None, lab.platform))
+        super().__init__(kind_parts(lab.platform, lab.load))
         self.lab, self.restored = lab, 0
 
     def wait_caught_up(self, timeout, sleep=None):

@@ -80,3 +80,30 @@ def test_a_failure_of_the_load_itself_is_not_taken_for_a_cancel():
 
     with pytest.raises(RuntimeError, match="option files"):
         phase(Broken(0), lambda s: None)._load(Window(load_start=0.0))
+
+
+class Counting:
+    """A replicator's window counter and its own figures, as replicators/base.py defines them: the byte
+    counter read at the window's start and end, a figure each second while the load runs."""
+
+    def __init__(self):
+        self.reads = iter([1000, 1500])
+
+    def window_bytes(self):
+        return next(self.reads)
+
+    def sample(self):
+        return {"queue": 1}
+
+
+def test_the_window_is_a_pipeline_of_values_the_runner_takes_in_order():
+    """#52.3: start -> warm_up -> measure, each a value the runner takes; nothing calls back into it."""
+    load, slept = DroppedLoad(drops=0), []
+    steps = phase(load, slept.append)
+    window = steps.start()
+    assert window.start == 0.0 and window.load_start > 0 and load.starts  # the load runs; no window yet
+    start = steps.warm_up(window)
+    assert start == window.start >= window.load_start and slept[0] == 0  # warmup: 0s, slept through the run's
+    measured = steps.measure(window, Counting())
+    assert measured is window and measured.end >= start and measured.bytes == 500
+    assert measured.load_error is None and measured.load_rows[0]["point"] == 1

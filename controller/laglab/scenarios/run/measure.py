@@ -82,23 +82,38 @@ class Window:
 
 
 class LoadPhase:
-    """Runs the point's load in a thread and measures the window after the warm-up."""
+    """The point's load and its measured window, as steps the runner takes in order, each giving a
+    value: `start` (the load running in its thread: the Window, its load's start) -> `warm_up` (the
+    window's start, once the warm-up is over; the runner opens its recording, host load and timeline
+    there) -> `measure` (the replicator sampled every second until the load ends: the Window, whole).
+    Every wait is the run's (RunClock): a cancelled run ends each step at once."""
 
     def __init__(self, load: LoadGenerator, plan: LoadPlan, point: int, owner: str, load_series, clock: RunClock):
         self.load, self.plan, self.point, self.owner = load, plan, point, owner
         self.load_series, self.clock, self.sleep = load_series, clock, clock.sleep
+        self._thread: threading.Thread | None = None
+        self._replay_start = None  # a profile's replay: where its binlog began
 
-    def run(self, replicator, on_window_start) -> Window:
-        profile = self.plan.profile
-        start = self.load.prepare_replay(profile) if self.plan.tool == "profile" else None
+    def start(self) -> Window:
+        """The load running (a profile's replay prepared first): the window with its load's start."""
+        if self.plan.tool == "profile":
+            self._replay_start = self.load.prepare_replay(self.plan.profile)
         window = Window(load_start=self.clock.time())
-        thread = threading.Thread(target=self._load, args=(window,), name=f"load-{self.owner}", daemon=True)
-        thread.start()
+        self._thread = threading.Thread(target=self._load, args=(window,), name=f"load-{self.owner}", daemon=True)
+        self._thread.start()
+        return window
+
+    def warm_up(self, window: Window) -> float:
+        """The warm-up, slept through: the measured window's start."""
         self.sleep(self.plan.warmup)
         window.start = self.clock.time()
-        on_window_start(window.start)
+        return window.start
+
+    def measure(self, window: Window, replicator) -> Window:
+        """The window measured until the load ends: the replicator's own figures every second, its byte
+        counter at both ends, the load's error, a replay's figures read back from its binlog."""
         before = replicator.window_bytes()
-        while thread.is_alive():
+        while self._thread.is_alive():
             figures = replicator.sample()
             if figures is not None:
                 window.samples.append((self.clock.time(), figures))
@@ -107,8 +122,12 @@ class LoadPhase:
         after = replicator.window_bytes()
         window.bytes = None if before is None or after is None else after - before
         window.load_error = self.load.error
+        profile = self.plan.profile
         if self.plan.tool == "profile" and profile.replay is not None:
-            window.replay = {"profile": profile.replay.describe(), "replay": self._replayed(profile, start, window)}
+            window.replay = {
+                "profile": profile.replay.describe(),
+                "replay": self._replayed(profile, self._replay_start, window),
+            }
         return window
 
     def _replayed(self, profile, start, window: Window) -> dict:

@@ -296,17 +296,16 @@ class ScenarioRun:
             timeline.prepare()
 
         host = HostLoad(workers=self.parts.workers)
-
-        def window_opens(start: float) -> None:
-            self._recording.measure_from(start)
+        phase = measure.LoadPhase(self.parts.load, plan.load, plan.number, self.id, self._load_series, self.clock)
+        try:
+            window = phase.start()
+            start = phase.warm_up(window)
+            self._recording.measure_from(start)  # the window opens: what is recorded from here is the point's
             host.start()
             if timeline is not None:
                 timeline.start(start)
             self._check("load (measuring)")
-
-        phase = measure.LoadPhase(self.parts.load, plan.load, plan.number, self.id, self._load_series, self.clock)
-        try:
-            window = phase.run(replicator, window_opens)
+            window = phase.measure(window, replicator)
         finally:
             host_load = host.stop() if host.readings else None
         if timeline is not None:
