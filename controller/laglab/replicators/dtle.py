@@ -387,8 +387,7 @@ class Dtle(SourceToTarget):
         )
 
     def _heartbeats_paused(self):
-        recorder = self.parts.recorder if self.parts is not None else None
-        return recorder.writes_paused() if recorder is not None else contextlib.nullcontext()
+        return self.parts.recorder.writes_paused()
 
     def _dtle_applied(self, timeout: float) -> str:
         """Waits until DTLE's record of what it applied covers the source's executed set; returns it."""
@@ -422,7 +421,7 @@ class Dtle(SourceToTarget):
                 f"DTLE's hand-back to native replication failed: {error}. The replica is stopped and held "
                 f"(no restart fetches again what DTLE applied); `{REPAIR}` resumes it from DTLE's record",
                 repaired=self._handed_back,
-                logs=self._logs(),
+                logs=self.agent_logs(),
             ) from error
         self.nomad.stop(JOB_ID)
         self.consul.delete_tree(job_kv_prefix(JOB_ID))
@@ -443,12 +442,6 @@ class Dtle(SourceToTarget):
                 tail = f"(no log: {type(error).__name__}: {str(error)[:80]})"
             out.append(f"{agent}'s DTLE log (last {lines} lines): {tail or '(empty)'}")
         return "\n".join(out)
-
-    def _logs(self) -> str:
-        """agent_logs() where the lab has containers to read (not in unit tests without them)."""
-        if self.parts is None or getattr(self.parts, "platform", None) is None:
-            return ""
-        return self.agent_logs()
 
     def _handed_back(self) -> bool:
         """The repair ran: the target's replica is no longer held (handover.held)."""
@@ -494,7 +487,7 @@ class Dtle(SourceToTarget):
             try:
                 self.nomad.wait_running(JOB_ID, 120)
             except DriverError as error:
-                logs = self._logs()
+                logs = self.agent_logs()
                 raise DriverError(f"{error}\n{logs}" if logs else str(error)) from error
 
     def wait_caught_up(self, timeout: float, sleep: Sleep | None = None) -> None:

@@ -427,10 +427,12 @@ def close_labs() -> None:
 RECORDERS: list = []
 
 
-def kind_parts(platform, load):
-    """What a replicator kind may use (replicators/base.py Parts), over the test's platform and load:
-    the default settings and the lab's endpoints, and a real lag recorder that was never started (no
-    sample, no heartbeat written; its live folder in a temporary directory, removed after the test)."""
+def kind_parts(platform=None, load=None, environ=None, recorder=None):
+    """What a replicator kind may use (replicators/base.py Parts): the settings as the controller reads
+    them from `environ` (defaults: none), the lab's endpoints, the test's platform (the lab's three
+    services running) and load (idle), and a real lag recorder that was never started (no sample, no
+    heartbeat written; its live folder in a temporary directory, removed after the test), unless the
+    test gives the heartbeats it needs (`recorder`)."""
     import tempfile
 
     from laglab import config
@@ -439,11 +441,15 @@ def kind_parts(platform, load):
     from laglab.replicators.base import Parts
     from laglab.replicators.db import lab_endpoints
 
-    settings = config.load({})
-    source, target = lab_endpoints(settings, {})
-    recorder = LagRecorder(source, target, 0.1, 60, Run(Path(tempfile.mkdtemp(prefix="laglab-recorder-")), "live"))
-    RECORDERS.append(recorder)
-    return Parts(settings, source, target, platform, recorder, load)
+    environ = {} if environ is None else environ
+    settings = config.load(environ)
+    source, target = lab_endpoints(settings, environ)
+    if recorder is None:
+        folder = Path(tempfile.mkdtemp(prefix="laglab-recorder-"))
+        recorder = LagRecorder(source, target, 0.1, 60, Run(folder, "live"))
+        RECORDERS.append(recorder)
+    platform = platform or FakePlatform.running_services(*LAB_SERVICES)
+    return Parts(settings, source, target, platform, recorder, load or IdleLoad())
 
 
 def fake_app(tmp_path, config=None, environ=None, **given):

@@ -10,7 +10,9 @@ from laglab.replicators import dm, dtle
 from laglab.replicators.base import metrics_summary
 from laglab.scenarios.plan import load_text
 
-from .fakes import FakePlatform
+from .fakes import FakePlatform, kind_parts
+
+PW = {"MYSQL_ROOT_PASSWORD": "pw"}  # the settings the controller reads (config.load), a root password given
 
 DTLE_METRICS = """# HELP dtle_delay_time delay
 # TYPE dtle_delay_time gauge
@@ -131,7 +133,7 @@ class AgentDown(FakeHttp):
 def test_an_agent_that_does_not_answer_is_a_gap_with_its_reason_not_a_failed_run():
     """Seen: kill -9 of dtle-dst mid-point ended the run `failed: ConnectionError: ...` (sample() caught
     nothing), the point was lost and the consistency check skipped."""
-    driver = dtle.Dtle(parts=None, nomad=object(), http=AgentDown("dtle-dst"), consul=object(), native=object())
+    driver = dtle.Dtle(kind_parts(), nomad=object(), http=AgentDown("dtle-dst"), consul=object(), native=object())
     figures = driver.sample()
     assert figures["unreachable"] == {"dtle-dst": "ConnectionError: failed to resolve"}
     assert figures["back_bytes"] is None and figures["forward_bytes"] == 20.0  # dtle-src still answered
@@ -166,7 +168,7 @@ def test_dtle_options_from_a_scenario_point():
     point = plan.points[0].scenario
     assert point.link.between == ("dtle-src", "dtle-dst")  # the agents' link unless the file says
     asked = plan.points[0].plan().replicator  # what the runner hands the kind
-    options = dtle.Dtle(parts=None, nomad=object(), http=object()).job_options(asked.options, asked.rtt)
+    options = dtle.Dtle(kind_parts(), nomad=object(), http=object()).job_options(asked.options, asked.rtt)
     assert options == dtle.JobOptions(group_max_size=1048576, group_timeout_ms=240, repl_chan_buffer_size=600)
 
 
@@ -219,19 +221,16 @@ class FakeMaster:
         return 0, b'{"result": true}'
 
 
-class FakeLab:
-    class settings:
-        MYSQL_ROOT_PASSWORD = "pw"
-        LAB_DATABASE = "lab"
-
-    def __init__(self, master):
-        self.platform = FakePlatform.running_services("dm-master", execs={"dm-master": master})
-        master.files = self.platform.files
+def dm_parts(master):
+    """A DM kind's parts: dm-master running, its dmctl answered by `master`."""
+    parts = kind_parts(FakePlatform.running_services("dm-master", execs={"dm-master": master}), environ=PW)
+    master.files = parts.platform.files
+    return parts
 
 
 def test_dm_driver_creates_the_source_once_and_resumes_later_points_from_the_checkpoint():
     master = FakeMaster()
-    driver = dm.Dm(FakeLab(master), http=object())
+    driver = dm.Dm(dm_parts(master), http=object())
     plan = load_text(
         "name: x\nreplicator: {kind: dm, task_mode: all}\nsweep: {replicator.syncer_worker_count: [4, 32]}"
     )

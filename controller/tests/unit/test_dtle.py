@@ -5,6 +5,7 @@ caught-up on a delayed link, and no transaction lost or replayed across the hand
 import contextlib
 import re
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from laglab.measurement.lag import LagSample
 from laglab.replicators import consistency, dtle
 from laglab.scenarios.plan import load_text
 
-from .fakes import FakePlatform
+from .fakes import LAB_SERVICES, FakePlatform, kind_parts
 
 CONFIG = Path(__file__).resolve().parents[3] / "config" / "dtle"
 
@@ -193,15 +194,11 @@ class FakeRecorder:
         yield
 
 
-class Lab:
-    class settings:
-        MYSQL_ROOT_PASSWORD = "pw"
-        LAB_DATABASE = "lab"
-
-    source = target = None
-
-    def __init__(self):
-        self.recorder = FakeRecorder()
+def dtle_parts(recorder=None):
+    """A DTLE kind's parts (fakes.kind_parts): the lab's services and both agents running (their logs
+    empty), a root password given; its heartbeats the test's."""
+    platform = FakePlatform.running_services(*LAB_SERVICES, "dtle-src", "dtle-dst")
+    return kind_parts(platform, environ={"MYSQL_ROOT_PASSWORD": "pw"}, recorder=recorder or FakeRecorder())
 
 
 class FakeAgentsHttp:
@@ -238,7 +235,7 @@ class Clock:
 
 def driver_in(world, clock=time.monotonic):
     return dtle.Dtle(
-        Lab(),
+        dtle_parts(),
         nomad=FakeNomad(world),
         http=FakeAgentsHttp(world),
         consul=FakeConsul(world),
@@ -298,13 +295,11 @@ class SeqRecorder:
 
 def test_caught_up_on_a_delayed_link_is_a_newer_heartbeat_not_a_lag_of_zero():
     """Every sweep ending on a delayed point failed: `dtle did not catch up within 120s`."""
-    lab = Lab()
-    lab.recorder = SeqRecorder()
+    lab = dtle_parts(SeqRecorder())
     driver = dtle.Dtle(lab, nomad=object(), http=object(), consul=object(), native=object())
     driver.wait_caught_up(5, sleep=lab.recorder.tick)
     assert lab.recorder.samples[-1].heartbeat_seq >= 1001 and lab.recorder.samples[-1].lag_seconds == 0.3
-    stuck = Lab()
-    stuck.recorder = SeqRecorder()
+    stuck = dtle_parts(SeqRecorder())
     stuck.recorder.tick = lambda *_: None  # nothing arrives: a clear error, not a hang
     with pytest.raises(RuntimeError, match=r"dtle did not catch up within 0\.05s"):
         dtle.Dtle(stuck, nomad=object(), http=object(), consul=object(), native=object()).wait_caught_up(
@@ -337,11 +332,14 @@ def test_a_hand_back_that_fails_stops_the_job_keeps_the_replica_held_and_names_t
     assert world.held and not world.native_running  # from the hand-over on, no restart starts native
     world.write(30)
     world.dst_alive = False  # kill -9 dtle-dst
+    driver.parts.platform.act("dtle-dst", "kill")
     with pytest.raises(dtle.HandBackFailed) as failure:
         driver.stop()
-    message = str(failure.value)
+    message, *logs = str(failure.value).splitlines()
     assert message.startswith("DTLE's hand-back to native replication failed: DTLE did not record the source's")
     assert message.endswith("`make up PROFILE=dtle` resumes it from DTLE's record")
+    assert logs[0] == "dtle-src's DTLE log (last 5 lines): (empty)"  # each agent's log quoted
+    assert logs[1].startswith("dtle-dst's DTLE log (last 5 lines): (no log: PlatformError: ") and "dtle-dst" in logs[1]
     assert failure.value.repair == "make up PROFILE=dtle" and failure.value.problem == "dtle-hand-back"
     assert not world.job_running  # it would apply beside native when its agent comes back
     assert world.held and not world.native_running and driver.running is False
@@ -371,7 +369,9 @@ def test_a_job_that_does_not_start_quotes_the_agents_own_logs():
     world = World(source=10, native=10)
     driver = driver_in(world)
     driver.nomad = Failing(world)
-    driver.parts.platform = agents({"dtle-src": "", "dtle-dst": "ERROR dest: dial tcp mysql-target:3306: refused"})
+    driver.parts = replace(
+        driver.parts, platform=agents({"dtle-src": "", "dtle-dst": "ERROR dest: dial tcp mysql-target:3306: refused"})
+    )
     with pytest.raises(dtle.DriverError) as failure:
         driver.start(REPLICATOR, 0.0)
     assert str(failure.value).splitlines() == [
@@ -379,7 +379,7 @@ def test_a_job_that_does_not_start_quotes_the_agents_own_logs():
         "dtle-src's DTLE log (last 5 lines): (empty)",
         "dtle-dst's DTLE log (last 5 lines): ERROR dest: dial tcp mysql-target:3306: refused",
     ]
-    driver.parts.platform = agents({"dtle-src": "ok"})
+    driver.parts = replace(driver.parts, platform=agents({"dtle-src": "ok"}))
     assert driver.agent_logs().splitlines()[1] == (
         "dtle-dst's DTLE log (last 5 lines): (no log: PlatformError: dtle-dst not running)"
     )
@@ -420,9 +420,8 @@ def test_the_agents_log_to_a_file_the_lab_reads():
         assert dtle.AGENT_LOG_DIR in argv[-1] and "nomad-*.log" in argv[-1]
         return 0, (line + "\n").encode()
 
-    driver.parts.platform = FakePlatform.running_services(
-        "dtle-src", "dtle-dst", execs={"dtle-dst": tail, "dtle-src": tail}
-    )
+    platform = FakePlatform.running_services("dtle-src", "dtle-dst", execs={"dtle-dst": tail, "dtle-src": tail})
+    driver.parts = replace(driver.parts, platform=platform)
     assert driver.agent_logs().splitlines()[1] == f"dtle-dst's DTLE log (last 5 lines): {line}"
 
 

@@ -14,7 +14,7 @@ from laglab.scenarios.plan import BuffersPlan, load_text
 from laglab.scenarios.schema.scenario import ScenarioError
 from laglab.shaping.params import Impairment, Request
 
-from .fakes import FakeConnection, Spy, run_parts, shaping_manager
+from .fakes import FakeConnection, Spy, kind_parts, run_parts, shaping_manager
 
 
 def test_native_options_are_exact_statements_on_each_server():
@@ -56,17 +56,10 @@ def server(name, log, version="9.7.4") -> FakeConnection:
     return FakeConnection(answer)
 
 
-class Lab:
-    class settings:
-        SEMI_SYNC_TIMEOUT_MS, LAB_DATABASE = 10000, "lab"
-
-    source, target = "mysql-source", "mysql-target"
-
-
 def test_native_restore_puts_the_labs_defaults_back_and_leaves_semi_sync_alone(monkeypatch):
     log = []
-    monkeypatch.setattr(native, "connect", lambda endpoint, **kw: server(endpoint, log))
-    native.Native(Lab()).restore()
+    monkeypatch.setattr(native, "connect", lambda endpoint, **kw: server(endpoint.name, log))
+    native.Native(kind_parts()).restore()
     assert log == [
         ("mysql-source", "SET GLOBAL binlog_transaction_compression = OFF"),
         ("mysql-target", "STOP REPLICA"),
