@@ -465,14 +465,14 @@ def fake_app(tmp_path, config=None, environ=None, **given):
     return create_app(settings, environ=environ, lab=lab)
 
 
-# The whole controller (create_app with no lab given: every part built and started, as in a pod) in a
-# unit test whose servers are not there: the recorder's connections are refused at once (127.0.0.1
-# port 1), as a cluster's are before its databases answer, and recorded as gaps.
+# The controller's own lab (app.compose) in a unit test whose servers are not there: its recorder's
+# connections would be refused at once (127.0.0.1 port 1), as a cluster's are before its databases
+# answer.
 NO_SERVERS = {"LAGLAB_SOURCE": "127.0.0.1:1", "LAGLAB_TARGET": "127.0.0.1:1"}
 
 
 def controller_config(tmp_path) -> dict:
-    """create_app's settings for the whole controller in a unit test: its state and results in tmp_path."""
+    """create_app's settings for the controller's own lab in a unit test: state and results in tmp_path."""
     return {"TESTING": True, "STATE_DIR": str(tmp_path), "RESULTS_DIR": str(tmp_path / "results")}
 
 

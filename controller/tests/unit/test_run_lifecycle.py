@@ -195,3 +195,28 @@ def test_an_unseedable_host_says_so_and_random_draws_a_seed_that_is_recorded(tmp
     assert meta["seed_asked"] == "random" and isinstance(meta["seed"], int) and 0 <= meta["seed"] < 2**32
     assert meta["seed_applies"] == "no" and meta["seed_note"].startswith("not seeded: this host's netem takes no seed")
     assert run.as_json()["seed"] == meta["seed"]
+
+
+def test_a_summary_that_cannot_be_written_at_the_end_still_ends_the_run(tmp_path):
+    """A full disk (ENOSPC from the write, as Linux answers) while the run writes its last summary.json:
+    the run still ends (`done`, not busy: the next run may start), its status stands and the write's
+    failure is among its cleanup errors; the cleanup ran before it."""
+
+    def point(p):
+        shaped(lab)
+        return point_record()
+
+    run, lab, restored = make_run(tmp_path, point)
+    written = run.run.write_json
+
+    def write_json(name, data):
+        if name == "summary.json" and run.finished:  # the last one, after the cleanup
+            raise OSError(28, "No space left on device")
+        written(name, data)
+
+    run.run.write_json = write_json
+    run.start()
+    run.wait(10)
+    assert (run.step, run.busy, run.status) == ("done", False, "completed"), run.reason
+    assert run.cleanup_errors == [{"step": "summary.json", "error": "OSError: [Errno 28] No space left on device"}]
+    assert restored == ["native"] and lab.shaping.desired.entries == {}

@@ -55,7 +55,7 @@ class RunMarker:
 
 @dataclass
 class Parts:
-    """What ending an orphaned run touches (app.create_app hands them over)."""
+    """What ending an orphaned run touches (app.start_shaping hands them over)."""
 
     state_dir: Path
     platform: object

@@ -112,6 +112,7 @@ class ScenarioRun:
         elapsed = (self.finished or self.clock.time()) - self.started
         eta = max(0.0, self.plan.eta_seconds() - elapsed) if self.status == RunStatus.RUNNING else 0.0
         consistency = None if self.identical is None else {"identical": self.identical, "differences": self.differences}
+        points = [p.as_json() for p in self.summary]
         return {
             "id": self.id,
             "scenario": self.plan.scenario.name,
@@ -126,15 +127,13 @@ class ScenarioRun:
             "elapsed_seconds": round(elapsed, 1),
             "eta_seconds": round(eta, 1),
             "results": f"results/{self.id}",
-            "summary": [p.as_json() for p in self.summary],
+            "summary": points,
             "identical": self.identical,
             "cleanup_errors": self.cleanup_errors,
             "knees": self.knees,
             "seed": self.seed,
             # What the run came to, decided by outcome.py as summary.json's is (files.summary_doc).
-            "outcome": of_run(
-                self.status, self.reason, [p.as_json() for p in self.summary], consistency, self.knees
-            ).as_json(),
+            "outcome": of_run(self.status, self.reason, points, consistency, self.knees).as_json(),
         }
 
     def start(self) -> None:
@@ -222,7 +221,11 @@ class ScenarioRun:
             if self.status == RunStatus.FAILED and consistency_report is None and not self.cleanup_errors:
                 consistency_report = self._consistency_after_failure()
             self.finished = self.clock.time()
-            self.run.write_json("summary.json", run_files.summary_doc(self, consistency_report))
+            try:
+                self.run.write_json("summary.json", run_files.summary_doc(self, consistency_report))
+            except Exception as error:  # the run's status stands, and the controller takes the next run
+                log.error("summary.json of %s could not be written: %s", self.id, error)
+                self.cleanup_errors.append({"step": "summary.json", "error": f"{type(error).__name__}: {error}"})
             for series in (self._load_series, self._lag_series, self._link_series, self._event_series):
                 if series is not None:
                     series.close()
