@@ -144,7 +144,7 @@ def assemble(settings: config.Settings, endpoints: tuple[Endpoint, Endpoint], pl
     )  # fmt: skip
     return Lab(
         settings, source, target, events, problems, places.state, live, recorder, platform, executor, netem,
-        shaping, counters, load, faults, clusters, captures, Restart(), run_parts,
+        shaping, shaping.view, counters, load, faults, clusters, captures, Restart(), run_parts,
     )  # fmt: skip
 
 

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from laglab.scenarios.run.parts import RunParts
     from laglab.shaping.executor import Executor
     from laglab.shaping.manager import ShapingManager
+    from laglab.shaping.present import ShapingView
     from laglab.state.recovery import Restart
 
 # The kernel's netem as the controller found it: probed where it enters the containers' namespaces
@@ -74,6 +75,7 @@ class Lab:
     executor: Executor
     netem: Netem
     shaping: ShapingManager
+    shaping_view: ShapingView  # shaping's read side (shaping/present.py): what the API and /metrics read
     counters: Counters | PodCounters  # the bridge's chains on Docker; on Kubernetes each pod counts its own
     load: LoadGenerator
     faults: FaultManager

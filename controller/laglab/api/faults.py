@@ -58,7 +58,7 @@ def partition(body: models.PartitionBody):
 
 @operation(bp, "GET", "/api/partitions", "Partitions in force", ok=(200, models.Partitions), errors=(503,))
 def partitions():
-    return {"partitions": [p.as_json() for p in manager().desired.partitions.values()]}
+    return {"partitions": [p.as_json() for p in parts.shaping_view().partitions()]}
 
 
 @operation(bp, "DELETE", "/api/partitions", "Heal every partition", ok=(204, None), errors=(502, 503))

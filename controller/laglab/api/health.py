@@ -28,7 +28,7 @@ def health():
         "run": lab.run.path.name,
         "platform": {"name": lab.platform.name, "project": lab.platform.project},
         "shaping": {
-            "backend": lab.shaping.backend.name,
+            "backend": lab.shaping_view.backend,
             "netem_available": netem_known(lab.netem),
             "last_error": lab.shaping.last_error,
         },

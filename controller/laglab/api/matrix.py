@@ -2,7 +2,7 @@
 
 from flask import Blueprint
 
-from laglab.api import models
+from laglab.api import models, parts
 from laglab.api.openapi import operation
 from laglab.api.shaping import manager
 from laglab.errors import ApiError
@@ -36,7 +36,7 @@ def put(body: Matrix):
 
 @operation(bp, "GET", "/api/matrix", "The delay matrix in force", ok=(200, models.MatrixState), errors=(503,))
 def get():
-    return _shown(manager().desired.matrix)
+    return _shown(parts.shaping_view().matrix())
 
 
 @operation(bp, "DELETE", "/api/matrix", "Remove the delay matrix's shaping", ok=(204, None), errors=(502, 503))

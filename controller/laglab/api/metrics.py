@@ -79,9 +79,7 @@ class LabCollector(Collector):
         )
         rate = GaugeMetricFamily("laglab_shaping_rate_bits_per_second", "Rate limit asked", labels=["service", "peer"])
         loss = GaugeMetricFamily("laglab_shaping_loss_ratio", "Loss asked, 0..1", labels=["service", "peer"])
-        with lab.shaping.lock:
-            entries = list(lab.shaping.desired.entries.values())
-        for e in entries:
+        for e in lab.shaping_view.entries():
             labels = [e.service, e.peer or ""]
             delay.add_metric(labels, e.shaping.delay)
             loss.add_metric(labels, e.shaping.loss)
@@ -111,7 +109,7 @@ class LabCollector(Collector):
             faults.add_metric([fault.service, fault.action], 1)
         yield faults
         partitions = GaugeMetricFamily("laglab_partitions", "Partitions in force")
-        partitions.add_metric([], len(lab.shaping.desired.partitions))
+        partitions.add_metric([], len(lab.shaping_view.partitions()))
         yield partitions
 
         qps = GaugeMetricFamily("laglab_load_qps", "Queries per second of the running load (sysbench report)")

@@ -19,7 +19,9 @@ if TYPE_CHECKING:
     from laglab.measurement.captures import Captures
     from laglab.measurement.lag import LagRecorder
     from laglab.platforms import Platform
+    from laglab.shaping.executor import Executor
     from laglab.shaping.manager import ShapingManager
+    from laglab.shaping.present import ShapingView
 
 KEY = "laglab"
 
@@ -34,6 +36,14 @@ def lab() -> Lab:
 
 def shaping() -> ShapingManager:
     return lab().shaping
+
+
+def shaping_view() -> ShapingView:
+    return lab().shaping_view
+
+
+def executor() -> Executor:
+    return lab().executor
 
 
 def faults() -> FaultManager:

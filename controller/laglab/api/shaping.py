@@ -8,7 +8,7 @@ from laglab.api.openapi import operation
 from laglab.errors import ApiError
 from laglab.platforms import PlatformError
 from laglab.platforms.base import measurable
-from laglab.shaping import present, verify
+from laglab.shaping import verify
 from laglab.shaping.params import SERVICE_PATTERN, parse_request, valid_service
 
 bp = Blueprint("shaping", __name__)
@@ -43,11 +43,10 @@ def put(service, query: models.ReadbackQuery, body: models.ShapingBody):
     path_params=SERVICE, ok=(200, models.ServiceShaping), errors=(404, 503),
 )  # fmt: skip
 def get(service):
-    m = manager()
-    lab = m.platform.list()
+    lab = parts.platform().list()
     if service_name(service) not in lab:
         raise ApiError(404, f"service: no service {service!r} in this lab")
-    return m.describe(service, lab)
+    return parts.shaping_view().service(service, lab)
 
 
 @operation(
@@ -64,8 +63,8 @@ def delete(service, query: models.PeerQuery):
     ok=(200, models.AllShaping), errors=(503,),
 )  # fmt: skip
 def list_all():
-    m = manager()
-    return {"backend": m.backend.name, "shaping": present.every(m.desired, m.reconciler, m.platform.list())}
+    view = parts.shaping_view()
+    return {"backend": view.backend, "shaping": view.every(parts.platform().list())}
 
 
 @operation(bp, "DELETE", "/api/shaping", "Clear all shaping", ok=(204, None), errors=(502, 503))
@@ -79,9 +78,8 @@ def clear():
     ok=(200, models.Containers), errors=(503,),
 )  # fmt: skip
 def containers():
-    m = manager()
-    lab = m.platform.list()
-    shaped = {d["service"]: d["desired"] for d in present.every(m.desired, m.reconciler, m.platform.list())}
+    lab = parts.platform().list()
+    shaped = {d["service"]: d["desired"] for d in parts.shaping_view().every(lab)}
     return {"containers": [{**c.as_json(), "shaping": shaped.get(s, [])} for s, c in sorted(lab.items())]}
 
 
@@ -105,8 +103,8 @@ def verify_link(body: models.VerifyBody):
 
 
 def _verify(body: models.VerifyBody) -> dict:
-    m = manager()
-    lab = m.platform.list()
+    platform, executor, view = parts.platform(), parts.executor(), parts.shaping_view()
+    lab = platform.list()
     ends = {}
     for field, name in (("from", body.from_), ("to", body.to)):
         if name not in lab or not lab[name].running or not lab[name].ip:
@@ -120,12 +118,12 @@ def _verify(body: models.VerifyBody) -> dict:
         raise ApiError(422, "to: must differ from 'from'")
     src, dst = ends["from"], ends["to"]
     entered = src.entered and dst.entered
-    requested = m.requested(src, dst, lab)
-    measured = {"rtt": verify.rtt_between(m.platform, m.executor, src, dst.ip, body.count)}
+    requested = view.requested(src, dst, lab)
+    measured = {"rtt": verify.rtt_between(platform, executor, src, dst.ip, body.count)}
     if body.throughput and not entered:  # Kubernetes: iperf3 in the pods' tools containers, through exec
         try:
             for key, reverse in (("forward_mbit", False), ("reverse_mbit", True)):
-                measured[key] = verify.throughput_in_pods(m.platform, src, dst, body.seconds, reverse, body.streams)
+                measured[key] = verify.throughput_in_pods(platform, src, dst, body.seconds, reverse, body.streams)
         except PlatformError as error:  # the tools container or iperf3's server: the cluster's answer
             raise ApiError(502, str(error)) from None
         measured["forward_other_mbit"] = None  # not counted in a pod (no iptables without NET_ADMIN)
@@ -133,14 +131,14 @@ def _verify(body: models.VerifyBody) -> dict:
         side: dict = {}
         for key, reverse in (("forward_mbit", False), ("reverse_mbit", True)):
             measured[key] = verify.measure_throughput(
-                m.executor, src.pid, dst.pid, dst.ip, body.seconds, reverse, body.streams, side=side
+                executor, src.pid, dst.pid, dst.ip, body.seconds, reverse, body.streams, side=side
             )
         # What else `from` sent to `to` meanwhile: it shares a shaped rate with iperf3.
         measured["forward_other_mbit"] = side.get("other_mbit")
     return {
         "from": src.service,
         "to": dst.service,
-        "backend": m.backend.name,
+        "backend": view.backend,
         "requested": requested,
         "measured": measured,
     }

@@ -52,6 +52,8 @@ class ShapingManager:
         self.events = events
         # captures: what their link holds, told at each change
         self.links = LinkWatchers(self.lock, lambda: self.desired, self.platform.list)
+        # the read side: what the API, /metrics and the timeline's steps read (shaping/present.py)
+        self.view = present.ShapingView(lambda: self.desired, self.reconciler, self.lock)
 
     # --- desired state ---
     def load(self, restart=None) -> None:
@@ -98,7 +100,7 @@ class ShapingManager:
                 self.desired.entries[entry.key] = dataclasses.replace(entry, expires_at=in_force + request.duration)
                 self.desired.save(self.state_path)
             self.note(f"{service} -> {request.peer or 'all'}: {present.settings_text(entry)}")
-            return self.describe(service, lab, readback)
+            return self.view.service(service, lab, readback)
 
     def delete(self, service: str, peer: str | None = None) -> dict:
         lab = self.platform.list()
@@ -110,7 +112,7 @@ class ShapingManager:
             self._converge(lab, lambda d: [d.entries.pop(key) for key in keys])
             if keys:
                 self.note(f"{service} -> {peer or 'all'}: cleared")
-            return self.describe(service, lab)
+            return self.view.service(service, lab)
 
     def clear(self) -> None:
         lab = self.platform.list()
@@ -258,16 +260,6 @@ class ShapingManager:
         with self.lock:
             self.reconciler.apply(self.desired.planned_entries(), lab, force)
 
-    # --- reading back (the API's words: present.py) ---
-    def describe(self, service: str, lab: dict[str, LabContainer] | None = None, readback: bool = True) -> dict:
-        lab = self.platform.list() if lab is None else lab
-        return present.service(self.desired, self.reconciler, service, lab, readback)
-
-    def requested(self, src: LabContainer, dst: LabContainer, lab: dict[str, LabContainer]) -> dict:
-        """What the entries ask of the link between two services (POST /api/verify compares)."""
-        with self.lock:
-            return present.requested(self.desired, lab, src, dst)
-
     # --- supervision ---
     def start(self, interval: float = 0.5, restart=None) -> None:
         self.load(restart)
@@ -276,7 +268,9 @@ class ShapingManager:
         except (CommandError, OSError, PlatformError) as error:
             self.last_error = str(error)
             log.error("reconciling saved shaping failed: %s", error)
-        self._thread = threading.Thread(target=supervise, args=(self, interval), name="shaping-supervisor", daemon=True)
+        self._thread = threading.Thread(
+            target=self._supervise, args=(interval,), name="shaping-supervisor", daemon=True
+        )
         self._thread.start()
 
     def stop(self, clear_kernel: bool) -> None:
@@ -290,6 +284,27 @@ class ShapingManager:
                 except Exception as error:
                     log.error("clearing shaping at exit failed: %s", error)
             self.reconciler.stop()
+
+    def _supervise(self, interval: float) -> None:
+        """The supervisor thread: re-applies shaping to a container that restarted or a backend whose
+        helper died, and reverts entries whose duration ran out."""
+        while not self._stop.wait(interval):
+            try:
+                lab = self.platform.list()
+                with self.lock:
+                    expired = self.desired.expire(time.time())
+                    for text in expired:
+                        self.note(text)
+                    if expired:
+                        self.desired.save(self.state_path)
+                    if expired or self.reconciler.stale(lab):
+                        self.reconciler.apply(self.desired.planned_entries(), lab)
+                    if expired:
+                        self.links.tell(lab, time.time())
+                self.last_error = None
+            except Exception as error:  # the supervisor must outlive a failing platform API or namespace
+                self.last_error = f"{type(error).__name__}: {error}"
+                log.warning("shaping supervisor: %s", self.last_error)
 
 
 def resolve(lab: dict[str, LabContainer], service: str, field: str) -> None:
@@ -320,25 +335,3 @@ def entry_for(backend: Backend, lab: dict[str, LabContainer], service: str, requ
     if refused:
         raise ShapingError(Kind.INVALID, f"{refused[0]}: {refused[1]}")
     return entry
-
-
-def supervise(m: ShapingManager, interval: float) -> None:
-    """The supervisor thread: re-applies shaping to a container that restarted or a backend whose
-    helper died, and reverts entries whose duration ran out."""
-    while not m._stop.wait(interval):
-        try:
-            lab = m.platform.list()
-            with m.lock:
-                expired = m.desired.expire(time.time())
-                for text in expired:
-                    m.note(text)
-                if expired:
-                    m.desired.save(m.state_path)
-                if expired or m.reconciler.stale(lab):
-                    m.reconciler.apply(m.desired.planned_entries(), lab)
-                if expired:
-                    m.links.tell(lab, time.time())
-            m.last_error = None
-        except Exception as error:  # the supervisor must outlive a failing platform API or namespace
-            m.last_error = f"{type(error).__name__}: {error}"
-            log.warning("shaping supervisor: %s", m.last_error)

@@ -1,16 +1,23 @@
 """Shaping in the API's words: desired entries as tc-style strings, and what the kernel was read back
-to hold. Reads the desired state and the reconciler; changes nothing."""
+to hold. Reads the desired state and the reconciler; changes nothing. `ShapingView` is the read side
+the ShapingManager publishes (its `view`): the API, /metrics and the timeline's steps read shaping
+through it, never the manager's desired state or reconciler themselves."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from laglab.platforms import LabContainer
-from laglab.shaping.desired import DesiredState
+from laglab.shaping.desired import DesiredState, Partition
 from laglab.shaping.impairment import format_rate
 from laglab.shaping.params import Direction
 from laglab.shaping.plan import Entry, build
 from laglab.shaping.reconciler import Reconciler
+
+if TYPE_CHECKING:  # the node shaper imports shaping/ without pydantic
+    from laglab.shaping.matrix import Matrix
 
 
 def entry_json(e: Entry) -> dict:
@@ -28,6 +35,50 @@ def settings_text(entry: Entry) -> str:
     return text if entry.direction is Direction.EGRESS else f"{text} ({entry.direction})"
 
 
+class ShapingView:
+    """What shaping holds, read under the manager's lock: a service's entries and its kernel's read-back,
+    every shaped service, what the entries ask of one link, the partitions and the delay matrix in
+    force. `desired` gives the manager's desired state as it is now (a load replaces it whole)."""
+
+    def __init__(self, desired: Callable[[], DesiredState], reconciler: Reconciler, lock):
+        self._desired, self._reconciler, self._lock = desired, reconciler, lock
+
+    @property
+    def backend(self) -> str:
+        return self._reconciler.backend.name
+
+    def service(self, name: str, lab: dict[str, LabContainer], readback: bool = True) -> dict:
+        """One service's desired entries, and (readback) what its kernel holds."""
+        with self._lock:
+            return service(self._desired(), self._reconciler, name, lab, readback)
+
+    def every(self, lab: dict[str, LabContainer]) -> list[dict]:
+        """Every shaped service, as service() says it."""
+        with self._lock:
+            desired = self._desired()
+            return [
+                service(desired, self._reconciler, s, lab)
+                for s in sorted({e.service for e in desired.entries.values()})
+            ]
+
+    def requested(self, src: LabContainer, dst: LabContainer, lab: dict[str, LabContainer]) -> dict:
+        """What the entries ask of the link between two services (POST /api/verify compares)."""
+        with self._lock:
+            return requested(self._desired(), lab, src, dst)
+
+    def entries(self) -> list[Entry]:
+        with self._lock:
+            return list(self._desired().entries.values())
+
+    def partitions(self) -> list[Partition]:
+        with self._lock:
+            return list(self._desired().partitions.values())
+
+    def matrix(self) -> Matrix | None:
+        with self._lock:
+            return self._desired().matrix
+
+
 def service(
     desired: DesiredState, reconciler: Reconciler, name: str, lab: dict[str, LabContainer], readback: bool = True
 ) -> dict:
@@ -39,10 +90,6 @@ def service(
     # The kernel's read-back is four nsenter'd reads per namespace: most of a live change's answer time.
     out["kernel"] = reconciler.kernel(name, lab) if readback else None
     return out
-
-
-def every(desired: DesiredState, reconciler: Reconciler, lab: dict[str, LabContainer]) -> list[dict]:
-    return [service(desired, reconciler, s, lab) for s in sorted({e.service for e in desired.entries.values()})]
 
 
 def requested(desired: DesiredState, lab: dict[str, LabContainer], src: LabContainer, dst: LabContainer) -> dict:

@@ -166,7 +166,7 @@ def test_a_seeded_run_records_its_seed_seeds_the_links_while_it_runs_and_unseeds
 
     def point(p):
         shaped(lab)
-        during.append(lab.shaping.describe("mysql-source", readback=False))
+        during.append(lab.shaping.view.service("mysql-source", lab.platform.list(), readback=False))
         during.append([argv for argv in lab.shaping.executor.ran if "netem" in argv][-1])
         return point_record()
 

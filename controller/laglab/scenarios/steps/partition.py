@@ -7,8 +7,9 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from laglab.errors import Kind
 from laglab.scenarios.steps.base import StepKind, now, register
-from laglab.shaping.params import ParamError, parse_ports
+from laglab.shaping.params import ParamError, ShapingError, parse_ports
 from laglab.shaping.ports import ALL, PROTOCOLS, Ports
 
 
@@ -43,5 +44,14 @@ class PartitionStep(StepKind):
     def do(self, run, key, step):
         shaping = run.parts.shaping
         made = shaping.partition(self.a, self.b, self.oneway, ports=self.selected)
-        run.later(key, step, lambda: shaping.heal(made.id) if made.id in shaping.desired.partitions else None)
+        run.later(key, step, lambda: heal_if_still_cut(shaping, made.id))
         return now(), False
+
+
+def heal_if_still_cut(shaping, partition_id: str) -> None:
+    """A partition's undo: healed, unless it was healed already (a heal step, DELETE /api/partitions)."""
+    try:
+        shaping.heal(partition_id)
+    except ShapingError as error:
+        if error.kind is not Kind.NOT_FOUND:
+            raise
