@@ -24,12 +24,16 @@ class Run:
 
     def __init__(self, root: Path, name: str, meta: dict | None = None):
         self.started = time.time()
+        Path(root).mkdir(parents=True, exist_ok=True)
         self.path = Path(root) / f"{utc_stamp(self.started)}-{name}"
         suffix = 1
-        while self.path.exists():
-            suffix += 1
-            self.path = Path(root) / f"{utc_stamp(self.started)}-{name}-{suffix}"
-        self.path.mkdir(parents=True)
+        while True:  # mkdir itself decides: two controllers sharing results/ may start a run in one second
+            try:
+                self.path.mkdir()
+                break
+            except FileExistsError:
+                suffix += 1
+                self.path = Path(root) / f"{utc_stamp(self.started)}-{name}-{suffix}"
         self.meta = {
             "name": name,
             "started": iso(self.started),

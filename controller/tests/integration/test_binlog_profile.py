@@ -6,7 +6,12 @@ And the decoder's refusals, through the command, for a text file and a truncated
 import json
 import subprocess
 
+import pytest
+
 from .conftest import ROOT
+
+# Judged on what a busy host cannot change: make test runs it on a lab of its own (scripts/test).
+pytestmark = pytest.mark.second_lab
 
 SMALL, BATCHES, BATCH_ROWS = 30, 2, 6000
 

@@ -16,7 +16,8 @@ from laglab.replicators.native import NativeLink
 from ..polling import wait_until
 from .conftest import query
 
-pytestmark = pytest.mark.integration
+# Judged on what a busy host cannot change: make test runs it on a lab of its own (scripts/test).
+pytestmark = [pytest.mark.integration, pytest.mark.second_lab]
 
 DTLE_DDL = (
     "CREATE TABLE IF NOT EXISTS dtle.gtid_executed_v4 (job_name VARCHAR(64) NOT NULL, source_uuid BINARY(16) NOT NULL,"

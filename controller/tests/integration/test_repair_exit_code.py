@@ -9,11 +9,16 @@ from __future__ import annotations
 import json
 import subprocess
 
+import pytest
+
 from laglab.replicators import handover
 from laglab.replicators.db import connect
 from laglab.replicators.native import NativeLink
 
 from .conftest import ROOT, query, wait_until
+
+# Judged on what a busy host cannot change: make test runs it on a lab of its own (scripts/test).
+pytestmark = pytest.mark.second_lab
 
 
 def health(compose, service: str) -> str:

@@ -7,6 +7,8 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from .conftest import ROOT
 
 
@@ -23,6 +25,7 @@ def run_scenario(name) -> tuple[subprocess.CompletedProcess, dict, str]:
     return done, json.loads((folder / "summary.json").read_text()), folder
 
 
+@pytest.mark.second_lab
 def test_latency_sweep_quick(api):
     done, summary, folder = run_scenario("replication-latency-sweep")
     assert done.returncode == 0, done.stdout[-3000:]
@@ -57,6 +60,7 @@ def test_latency_sweep_quick(api):
     assert "| # | RTT | RTT asked / measured (ms) |" in text and "| 2 | 250 ms |" in text
 
 
+@pytest.mark.second_lab
 def test_max_pressure_quick_search_finds_the_knee_on_a_2_mbit_link(api):
     """replication-max-pressure --quick: the highest write rate native replication sustains at 2 Mbit/s
     and 250 ms, searched (100 TPS doubling, then bisected to 50 %): a knee with its bracket in a few
@@ -102,6 +106,7 @@ def test_client_bandwidth_quick():
     assert "| # | link rate | protocol | client threads |" in text and "| 100 Mbit/s | plain | " in text
 
 
+@pytest.mark.second_lab
 def test_mysqlslap_point_under_delay(tmp_path):
     """mysqlslap as a scenario's load: 200 single-row inserts, 4 clients, 40 ms RTT to the source."""
     scenario = tmp_path / "slap.yaml"

@@ -9,7 +9,12 @@ import json
 import re
 import subprocess
 
+import pytest
+
 from .conftest import ROOT
+
+# Judged on what a busy host cannot change: make test runs it on a lab of its own (scripts/test).
+pytestmark = pytest.mark.second_lab
 
 SCENARIO = """name: seeded-loss
 description: 20 % loss each way between loadgen and mysql-target, no load

@@ -236,6 +236,7 @@ def scenario_ok(name: str) -> tuple[dict, object]:
     return summary, folder
 
 
+@pytest.mark.second_lab
 def test_link_flap_quick_loses_nothing_and_reports_each_catch_up():
     summary, _ = scenario_ok("link-flap")
     (point,) = summary["points"]
@@ -245,6 +246,7 @@ def test_link_flap_quick_loses_nothing_and_reports_each_catch_up():
     assert point["max_catch_up_seconds"] < 25, heals
 
 
+@pytest.mark.second_lab
 def test_evening_backup_quick_builds_lag_while_squeezed():
     summary, _ = scenario_ok("evening-backup")
     (point,) = summary["points"]
@@ -255,6 +257,7 @@ def test_evening_backup_quick_builds_lag_while_squeezed():
     assert eased["catch_up_seconds"] is not None and "rate 10mbit" in eased["text"], eased
 
 
+@pytest.mark.second_lab
 def test_replica_restart_under_load_quick_catches_up():
     summary, _ = scenario_ok("replica-restart-under-load")
     (point,) = summary["points"]
@@ -263,6 +266,7 @@ def test_replica_restart_under_load_quick_catches_up():
     assert point["load_error"] is None
 
 
+@pytest.mark.second_lab
 def test_source_crash_under_load_quick_loses_nothing():
     summary, _ = scenario_ok("source-crash-under-load")
     (point,) = summary["points"]

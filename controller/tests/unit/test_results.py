@@ -1,6 +1,8 @@
 import csv
 import json
+from pathlib import Path
 
+from laglab.measurement import results
 from laglab.measurement.results import Run, iso
 
 
@@ -24,6 +26,16 @@ def test_run_folder_and_streamed_series(tmp_path):
 
 def test_two_runs_in_the_same_second_get_distinct_folders(tmp_path):
     assert Run(tmp_path, "live").path != Run(tmp_path, "live").path
+
+
+def test_a_folder_another_controller_made_meanwhile_is_not_taken_nor_fatal(tmp_path, monkeypatch):
+    """Two labs share a checkout's results/ (make test runs a second one): the other controller's mkdir
+    may land between a look and ours. Here every look says "free" (as a lost race would), and the one
+    in the way is made first: the run takes the next name instead of failing."""
+    monkeypatch.setattr(results, "utc_stamp", lambda epoch=None: "20261207T101950Z")
+    (tmp_path / "20261207T101950Z-live").mkdir()
+    monkeypatch.setattr(Path, "exists", lambda self: False)
+    assert Run(tmp_path, "live").path.name == "20261207T101950Z-live-2"
 
 
 def test_iso_has_microseconds():
