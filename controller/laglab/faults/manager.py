@@ -246,11 +246,12 @@ class FaultManager:
     # --- the work ---
     def _state(self, service: str):
         """The state of a service's container that faults may touch (FaultError naming the service)."""
-        lab = self.platform.list()
-        found = lab.get(service)
+        containers = self.platform.list()
+        found = containers.get(service)
         if found is None:
             raise FaultError(
-                Kind.NOT_FOUND, f"service: no service {service[:64]!r} in this lab (known: {', '.join(sorted(lab))})"
+                Kind.NOT_FOUND,
+                f"service: no service {service[:64]!r} in this lab (known: {', '.join(sorted(containers))})",
             )
         if not found.shapeable:
             raise FaultError(

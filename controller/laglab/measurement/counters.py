@@ -178,11 +178,11 @@ class Counters(Sampler):
         self._prepared = (bridge, addresses)
 
     def sample(self) -> list[dict]:
-        lab = {s: c for s, c in self.platform.list(max_age=1.0).items() if c.running and c.pid > 1 and c.ip}
+        containers = {s: c for s, c in self.platform.list(max_age=1.0).items() if c.running and c.pid > 1 and c.ip}
         now = time.time()
         stamp = {"time": iso(now), "epoch": round(now, 6)}
         rows = []
-        for service, container in sorted(lab.items()):
+        for service, container in sorted(containers.items()):
             try:
                 with open(f"/proc/{container.pid}/net/dev") as dev:
                     counts = read_net_dev(dev.read())
@@ -190,7 +190,7 @@ class Counters(Sampler):
                 continue
             if counts:
                 rows.append({**stamp, "kind": "container", "service": service, "peer": "", **counts})
-        by_ip = {c.ip: s for s, c in lab.items()}
+        by_ip = {c.ip: s for s, c in containers.items()}
         bridge = self.platform.bridge()
         self._prepare(bridge, tuple(sorted(by_ip)))
         counted = parse_acct(

@@ -130,15 +130,15 @@ class PodCounters(Sampler):
         return {s: stream.error for s, stream in self.streams.items() if stream.error}
 
     def sample(self) -> list[dict]:
-        lab = {s: c for s, c in self.platform.list(max_age=1.0).items() if c.running and c.ip and c.shapeable}
-        for service in [s for s in self.streams if s not in lab]:
+        containers = {s: c for s, c in self.platform.list(max_age=1.0).items() if c.running and c.ip and c.shapeable}
+        for service in [s for s in self.streams if s not in containers]:
             self.streams.pop(service).stop()
-        for service in lab:
+        for service in containers:
             if service not in self.streams:
                 self.streams[service] = PodStream(self.platform, service, self.interval).start()
         now = time.time()
         stamp = {"time": iso(now), "epoch": round(now, 6)}
-        by_ip = {c.ip: s for s, c in lab.items()}
+        by_ip = {c.ip: s for s, c in containers.items()}
         rows = []
         for service, stream in sorted(self.streams.items()):
             if stream.block is None:

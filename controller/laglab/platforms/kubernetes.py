@@ -15,31 +15,15 @@ from __future__ import annotations
 import base64
 import logging
 import re
-import time
 
 from laglab.deadline import poll
 from laglab.platforms.base import LabContainer, PlatformError, ServiceState, running_of
 from laglab.platforms.kube_api import ExecResult, KubeApi, KubeError
+from laglab.platforms.kube_lab import KubeLab, LabPods, pod_running
 from laglab.platforms.pod_chaos import PodChaos
 
 log = logging.getLogger("laglab.kubernetes")
-NAME_LABEL = "app.kubernetes.io/name"
-POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"  # the StatefulSet controller puts it on each of its pods
-SHAPED_LABEL = "laglab.shaped"  # "never": the controller, set-up jobs (as compose's label)
 FILE_NAME = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
-ORDINAL = re.compile(r"-([0-9]+)$")
-
-
-def service_of(pod: dict) -> str | None:
-    """The lab's name for a pod: its `app.kubernetes.io/name` label, and for a StatefulSet's further
-    pods (ordinal k > 0, e.g. mysql-target scaled to 3 replicas) that name with -k: mysql-target-0 is
-    mysql-target, as on Docker, and mysql-target-2 is mysql-target-2."""
-    labels = (pod.get("metadata") or {}).get("labels") or {}
-    name = labels.get(NAME_LABEL)
-    ordinal = ORDINAL.search(labels.get(POD_NAME_LABEL) or "")
-    if name and ordinal and int(ordinal[1]) > 0:
-        return f"{name}-{int(ordinal[1])}"
-    return name
 
 
 class KubernetesPlatform:
@@ -49,9 +33,9 @@ class KubernetesPlatform:
     def __init__(self, api: KubeApi, owner: dict | None = None):
         self.api = api
         self.project = api.namespace  # the lab is its namespace
-        self.owner = owner  # an ownerReference put on every chaos object, or None
-        self._cache: tuple[float, dict[str, LabContainer], dict[str, dict]] | None = None
-        self.chaos = PodChaos(self)  # the fault actions, as Chaos Mesh's PodChaos
+        # What acts on the namespace (kube_lab.py): the pods as listed, and the chaos objects' owner.
+        self.kube = KubeLab(api, LabPods(api), owner)
+        self.chaos = PodChaos(self.kube)  # the fault actions, as Chaos Mesh's PodChaos
 
     @classmethod
     def create(cls, project: str, environ) -> KubernetesPlatform:
@@ -61,34 +45,8 @@ class KubernetesPlatform:
         return cls(KubeApi.from_environment(environ), _own_pod(environ))
 
     # --- the lab's services ---
-    def _pods(self, max_age: float = 0.0) -> tuple[dict[str, LabContainer], dict[str, dict]]:
-        cached = self._cache
-        if max_age and cached is not None and time.monotonic() - cached[0] <= max_age:
-            return dict(cached[1]), dict(cached[2])
-        try:
-            items = self.api.pods(NAME_LABEL)
-        except KubeError as error:
-            raise PlatformError(f"listing the lab's pods: {error.message}") from None
-        found: dict[str, LabContainer] = {}
-        pods: dict[str, dict] = {}
-        for pod in sorted(items, key=lambda p: p["metadata"]["name"]):
-            meta = pod.get("metadata") or {}
-            labels = meta.get("labels") or {}
-            service = service_of(pod)
-            if not service or meta.get("deletionTimestamp"):
-                continue
-            running = _running(pod)
-            entry = LabContainer(
-                service, meta["name"], meta.get("uid", ""), 0, (pod.get("status") or {}).get("podIP"), running,
-                shapeable=labels.get(SHAPED_LABEL) != "never", entered=False,
-            )  # fmt: skip
-            if service not in found or (entry.running and not found[service].running):
-                found[service], pods[service] = entry, pod
-        self._cache = (time.monotonic(), dict(found), dict(pods))
-        return found, pods
-
     def list(self, max_age: float = 0.0) -> dict[str, LabContainer]:
-        return self._pods(max_age)[0]
+        return self.kube.pods.current(max_age)[0]
 
     def running(self, *services: str, hint: str = "") -> list[LabContainer]:
         return running_of(self.list(), services, hint)
@@ -100,36 +58,15 @@ class KubernetesPlatform:
         """The controller stops: its connections to the API server close."""
         self.api.session.close()
 
-    def _pod(self, service: str) -> dict:
-        pods = self._pods()[1]
-        if service not in pods:
-            raise PlatformError(f"{service}: no pod of this lab")
-        return pods[service]
-
-    def shared_pods(self) -> dict[str, str]:
-        """service -> its pod's name, for the services whose name label other pods carry too (the
-        replicas of a scaled StatefulSet): a chaos object must select those by the pod-name label."""
-        pods = self._pods()[1]
-        counts: dict[str, int] = {}
-        for pod in pods.values():
-            label = pod["metadata"]["labels"].get(NAME_LABEL)
-            counts[label] = counts.get(label, 0) + 1
-        return {
-            service: pod["metadata"]["name"]
-            for service, pod in pods.items()
-            if counts[pod["metadata"]["labels"].get(NAME_LABEL)] > 1
-        }
-
     def image(self, service: str) -> str | None:
         try:
-            return self._pod(service)["spec"]["containers"][0]["image"]
+            return self.kube.pods.pod(service)["spec"]["containers"][0]["image"]
         except (PlatformError, KeyError, IndexError):
             return None
 
     def nodes(self) -> dict[str, str]:
         """service -> the node its pod was scheduled on."""
-        pods = self._pods()[1]
-        return {service: str((pod.get("spec") or {}).get("nodeName") or "") for service, pod in pods.items()}
+        return self.kube.pods.nodes()
 
     # --- network namespaces: none on this platform ---
     def owns(self, pid: int) -> bool:
@@ -172,7 +109,7 @@ class KubernetesPlatform:
         through its ephemeralcontainers subresource as `kubectl debug` does (it shares the pod's
         network namespace, so iperf3 there measures the pod's link). An ephemeral container cannot be
         removed: it sleeps until the pod goes, and the next measurement uses it again."""
-        pod = self._pod(service)
+        pod = self.kube.pods.pod(service)
         spec, name = pod.get("spec") or {}, pod["metadata"]["name"]
         image = self.image("loadgen")
         if image is None:
@@ -240,14 +177,14 @@ class KubernetesPlatform:
 
     # --- faults, through Chaos Mesh's PodChaos (pod_chaos.py) ---
     def state(self, service: str) -> ServiceState:
-        pod = self._pod(service)
+        pod = self.kube.pods.pod(service)
         if self.chaos.get(service, "stop") is not None:
             return ServiceState(False, False, "stopped (PodChaos pod-failure)")
         status = pod.get("status") or {}
         return ServiceState(_ready(pod), False, str(status.get("phase") or "").lower())
 
     def act(self, service: str, action: str) -> None:
-        self.chaos.act(service, action, pod=lambda: self._pod(service))
+        self.chaos.act(service, action, pod=lambda: self.kube.pods.pod(service))
 
 
 def statefulset_replicas(api: KubeApi, name: str) -> int:
@@ -263,19 +200,11 @@ def _own_pod(environ) -> dict | None:
     return {"apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid, "blockOwnerDeletion": False}
 
 
-def _running(pod: dict) -> bool:
-    """The pod runs (phase Running): it has its network namespace, which holds its shaping whatever its
-    readiness says. Readiness is a probe's opinion of the service: mysql-target's fails once its IO
-    thread stops (a partition, a crash's catch-up), and a service listed as not running lost its
-    NetworkChaos objects, the 100 % loss a partition is made of among them (#38.2)."""
-    return (pod.get("status") or {}).get("phase") == "Running"
-
-
 def _ready(pod: dict) -> bool:
     """Running and ready: the service is up (a fault's kill is over once the restarted container's
     readiness probe passes again)."""
     ready = [c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"]
-    return _running(pod) and bool(ready) and ready[0].get("status") == "True"
+    return pod_running(pod) and bool(ready) and ready[0].get("status") == "True"
 
 
 def _in_dir(argv: list[str], workdir: str | None) -> list[str]:
@@ -294,5 +223,5 @@ def _code(result: ExecResult) -> int:
 def _main(platform: KubernetesPlatform, service: str) -> tuple[str, str]:
     """The service's pod and its main container (the first)."""
     pod = platform.running(service)[0]
-    spec = platform._pod(service).get("spec") or {}
+    spec = platform.kube.pods.pod(service).get("spec") or {}
     return pod.name, spec["containers"][0]["name"]

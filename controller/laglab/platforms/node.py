@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 from laglab.platforms.base import Bridge, LabContainer, PlatformError, ServiceState, running_of
 from laglab.platforms.kube_api import KubeApi, KubeError
-from laglab.platforms.kubernetes import NAME_LABEL, SHAPED_LABEL, _running, service_of
+from laglab.platforms.kube_lab import NAME_LABEL, SHAPED_LABEL, pod_running, service_of
 
 log = logging.getLogger("laglab.node")
 ANY_INTERFACE = "+"  # iptables' wildcard: every interface
@@ -61,7 +61,7 @@ class NodePlatform:
             meta, status = pod["metadata"], pod.get("status") or {}
             labels = meta.get("labels") or {}
             service, ip = service_of(pod), status.get("podIP")
-            if not service or meta.get("deletionTimestamp") or not _running(pod):
+            if not service or meta.get("deletionTimestamp") or not pod_running(pod):
                 continue
             shapeable = labels.get(SHAPED_LABEL) != "never"
             if (pod.get("spec") or {}).get("nodeName") != self.node:

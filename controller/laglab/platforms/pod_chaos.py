@@ -8,6 +8,7 @@ from __future__ import annotations
 from laglab.errors import Kind
 from laglab.platforms import PlatformError
 from laglab.platforms.kube_api import KubeError
+from laglab.platforms.kube_lab import KubeLab
 from laglab.shaping.chaos_mesh import API_VERSION, MANAGED, duration, object_name, selector
 from laglab.shaping.params import ShapingError
 
@@ -35,15 +36,15 @@ def pod_chaos(
 
 
 class PodChaos:
-    """The PodChaos objects of one platform's namespace."""
+    """The PodChaos objects of one lab's namespace (kube_lab.KubeLab: its API, pods and owner)."""
 
-    def __init__(self, platform):
-        self.platform = platform
+    def __init__(self, kube: KubeLab):
+        self.kube = kube
 
     def get(self, service: str, action: str) -> dict | None:
-        path = self.platform.api.chaos_path(self.platform.project, "podchaos", object_name(service, action))
+        path = self.kube.api.chaos_path(self.kube.namespace, "podchaos", object_name(service, action))
         try:
-            return self.platform.api.request("GET", path)
+            return self.kube.api.request("GET", path)
         except KubeError as error:
             if error.not_found:
                 return None
@@ -60,23 +61,19 @@ class PodChaos:
             return
         kind = "kill" if action in ("kill", "restart") else "stop"
         container = pod()["spec"]["containers"][0]["name"]
-        body = pod_chaos(self.platform.project, service, kind, container, pods=self.platform.shared_pods())
-        if self.platform.owner:
-            body["metadata"]["ownerReferences"] = [self.platform.owner]
+        body = self.kube.owned(pod_chaos(self.kube.namespace, service, kind, container, pods=self.kube.pods.shared()))
         self.delete(service, kind)  # a container-kill is done once injected: the last one may remain
         try:
-            self.platform.api.request(
-                "POST", self.platform.api.chaos_path(self.platform.project, "podchaos"), body=body
-            )
+            self.kube.api.request("POST", self.kube.api.chaos_path(self.kube.namespace, "podchaos"), body=body)
         except KubeError as error:
             raise PlatformError(f"action: {action}: creating its PodChaos: {error.message}") from None
-        self.platform._cache = None  # the pods changed: list them again
+        self.kube.pods.forget()  # the pods changed: list them again
 
     def delete(self, service: str, action: str, timeout: float = 60.0) -> None:
-        path = self.platform.api.chaos_path(self.platform.project, "podchaos", object_name(service, action))
+        path = self.kube.api.chaos_path(self.kube.namespace, "podchaos", object_name(service, action))
         try:  # Chaos Mesh's finalizer holds it until recovered
-            if self.platform.api.delete_until_gone(path, timeout, 0.2):
-                self.platform._cache = None  # the pods changed: list them again
+            if self.kube.api.delete_until_gone(path, timeout, 0.2):
+                self.kube.pods.forget()  # the pods changed: list them again
                 return
         except KubeError as error:
             raise PlatformError(f"{service}: deleting its PodChaos: {error.message}") from None

@@ -18,8 +18,9 @@ import json
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from laglab.errors import Kind
 from laglab.shaping.executor import Executor
-from laglab.shaping.params import format_rate
+from laglab.shaping.params import ShapingError, format_rate
 from laglab.shaping.plan import Entry
 from laglab.shaping.ports import PROTOCOL_NUMBERS, Ports
 
@@ -80,6 +81,15 @@ class Seeding(Protocol):
         """Draw each link's random decisions (loss, jitter and the other drawn knobs) from a generator
         seeded from `seed` and the link's names (None: the host's own randomness again). Returns what
         could not be seeded, in words, or None."""
+
+
+def kube_of(platform, backend: str):
+    """The Kubernetes lab's namespace (platforms/kube_lab.KubeLab: its API, pods and owner) that a
+    backend of that platform acts through; any other platform is refused naming the backend."""
+    kube = getattr(platform, "kube", None)
+    if kube is None:
+        raise ShapingError(Kind.UNAVAILABLE, f"backend: {backend} shapes only on the Kubernetes platform")
+    return kube
 
 
 @runtime_checkable

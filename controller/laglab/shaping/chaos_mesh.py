@@ -21,11 +21,16 @@ create (the name says which link, so there is one object a link and direction).
 from __future__ import annotations
 
 import zlib
+from typing import TYPE_CHECKING
 
 from laglab.deadline import poll
 from laglab.errors import Kind
+from laglab.shaping.backend import kube_of
 from laglab.shaping.impairment import Impairment
 from laglab.shaping.params import Direction, Request, ShapingError
+
+if TYPE_CHECKING:
+    from laglab.platforms.kube_lab import KubeLab
 
 API_VERSION = "chaos-mesh.org/v1alpha1"
 NAME_LABEL = "app.kubernetes.io/name"  # how the lab's manifests name each service's pods
@@ -224,22 +229,20 @@ class ChaosMeshBackend:
 
     def __init__(self, timeout: float = IN_EFFECT_TIMEOUT, interval: float = 0.25):
         self.timeout, self.interval = timeout, interval
-        self.platform = None
+        self.kube: KubeLab | None = None  # the lab's namespace, once attached (platforms/kube_lab.py)
         self.labels: dict[str, str] = {}  # put on every object besides its own (app.py: the controller's run)
 
-    # Supervised: the platform's API is how it acts.
+    # Supervised: the namespace's API is how it acts.
     def attach(self, platform) -> None:
-        if not hasattr(platform, "api"):
-            raise ShapingError(Kind.UNAVAILABLE, "backend: chaos-mesh shapes only on the Kubernetes platform")
-        self.platform = platform
+        self.kube = kube_of(platform, self.name)
 
     @property
     def api(self):
-        return self.platform.api
+        return self.kube.api
 
     @property
     def namespace(self) -> str:
-        return self.platform.project
+        return self.kube.namespace
 
     def healthy(self) -> bool:
         return True
@@ -282,12 +285,12 @@ class ChaosMeshBackend:
                 if entry.direction.receives:
                     add(peer, entry.service, entry.shaping)
         plans: dict[str, dict[str, dict]] = {service: {} for service in ips}
-        pods = self.platform.shared_pods() if self.platform is not None else {}
+        pods = self.kube.pods.shared() if self.kube is not None else {}
         for (service, peer), shaping in sorted(links.items()):
             body = link_chaos(self.namespace, service, peer, "to", shaping, pods)
             body["metadata"]["labels"].update(self.labels)
-            if self.platform is not None and getattr(self.platform, "owner", None):
-                body["metadata"]["ownerReferences"] = [self.platform.owner]
+            if self.kube is not None:
+                self.kube.owned(body)
             plans[service][body["metadata"]["name"]] = body
         return plans
 

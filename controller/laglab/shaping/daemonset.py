@@ -9,10 +9,13 @@ fails the change naming the node (and the manager rolls it back, which is a new 
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from laglab.deadline import poll
-from laglab.errors import Kind
-from laglab.shaping.params import ShapingError
+from laglab.shaping.backend import kube_of
+
+if TYPE_CHECKING:
+    from laglab.platforms.kube_lab import KubeLab
 
 IN_EFFECT_TIMEOUT = 30.0
 
@@ -22,17 +25,15 @@ class DaemonSetBackend:
 
     def __init__(self, timeout: float = IN_EFFECT_TIMEOUT, interval: float = 0.1):
         self.timeout, self.interval = timeout, interval
-        self.platform = None
+        self.kube: KubeLab | None = None  # the lab's namespace, once attached (platforms/kube_lab.py)
         self.entries: list = []
         self.written: list | None = None  # the entries of the last generation written
         self.generation = 0
         self.statuses: dict[str, dict] = {}  # node -> its shaper's last status
 
-    # Supervised: the platform's API carries the desired state
+    # Supervised: the namespace's API carries the desired state
     def attach(self, platform) -> None:
-        if not hasattr(platform, "api"):
-            raise ShapingError(Kind.UNAVAILABLE, "backend: daemonset shapes only on the Kubernetes platform")
-        self.platform = platform
+        self.kube = kube_of(platform, self.name)
 
     def healthy(self) -> bool:
         return True
@@ -64,7 +65,7 @@ class DaemonSetBackend:
         from laglab.platforms.kube_api import KubeError
         from laglab.shaping.node_wire import DESIRED, read_desired, write_configmap
 
-        api = self.platform.api
+        api = self.kube.api
         wire = sorted((e.to_wire() for e in self.entries), key=lambda w: (w["service"], w["peer"] or ""))
         if wire == self.written and not force:
             return
@@ -79,9 +80,9 @@ class DaemonSetBackend:
         self._wait(self.generation)
 
     def _nodes(self) -> list[str]:
-        lab = self.platform.list()
-        placed = self.platform.nodes()
-        return sorted({placed[s] for s, c in lab.items() if c.running and c.shapeable and placed.get(s)})
+        containers = self.kube.pods.current()[0]
+        placed = self.kube.pods.nodes()
+        return sorted({placed[s] for s, c in containers.items() if c.running and c.shapeable and placed.get(s)})
 
     def _wait(self, generation: int) -> None:
         from laglab.platforms import PlatformError
@@ -91,7 +92,7 @@ class DaemonSetBackend:
 
         def answered() -> bool:
             for node in list(waiting):
-                found = configmap(self.platform.api, status_name(node))
+                found = configmap(self.kube.api, status_name(node))
                 status = json.loads((found or {}).get("data", {}).get("status.json") or "{}")
                 if status.get("generation", 0) >= generation:
                     self.statuses[node] = status
@@ -100,7 +101,7 @@ class DaemonSetBackend:
                     waiting.remove(node)
             return not waiting
 
-        where = self.platform.project  # the lab's namespace: the DaemonSet's pods run there
+        where = self.kube.namespace  # the lab's namespace: the DaemonSet's pods run there
         poll(answered, self.timeout, self.interval, timed_out=lambda: PlatformError(
             f"no answer for generation {generation} from the shaper on {', '.join(waiting)} within {self.timeout:g}s "
             f"(is the shaper component applied? kubectl -n {where} get pods -l app.kubernetes.io/name=laglab-shaper)"
@@ -110,5 +111,5 @@ class DaemonSetBackend:
         return [service]
 
     def read_back(self, executor, service: str, pid: int, applied) -> dict:
-        node = self.platform.nodes().get(service)
+        node = self.kube.pods.nodes().get(service)
         return {"node": node, "shaper": self.statuses.get(node)}

@@ -29,21 +29,21 @@ class Reconciler:
             backend.attach(platform)
 
     @staticmethod
-    def shapeable(lab: dict[str, LabContainer]) -> dict[str, str]:
+    def shapeable(containers: dict[str, LabContainer]) -> dict[str, str]:
         """service -> address, of the containers shaping may touch now."""
-        return {s: c.ip for s, c in lab.items() if c.reachable and c.shapeable}
+        return {s: c.ip for s, c in containers.items() if c.reachable and c.shapeable}
 
-    def planning(self, lab: dict[str, LabContainer]) -> dict[str, str]:
+    def planning(self, containers: dict[str, LabContainer]) -> dict[str, str]:
         """The addresses a plan is made with: the containers shaping touches here, and the lab's services
         this platform does not reach (`peers`: a node's shaper plans with the other nodes' pods too, so
         that what they send here is held; it converges only its own)."""
         peers = getattr(self.platform, "peers", None)
         self._peers = peers() if peers is not None else {}
-        return {**self._peers, **self.shapeable(lab)}
+        return {**self._peers, **self.shapeable(containers)}
 
-    def apply(self, entries: list[Entry], lab: dict[str, LabContainer], force: bool = False) -> None:
-        local = self.shapeable(lab)
-        plans = {s: p for s, p in self.backend.plan(entries, self.planning(lab)).items() if s in local}
+    def apply(self, entries: list[Entry], containers: dict[str, LabContainer], force: bool = False) -> None:
+        local = self.shapeable(containers)
+        plans = {s: p for s, p in self.backend.plan(entries, self.planning(containers)).items() if s in local}
         batching = self.backend if isinstance(self.backend, Batching) else None
         supervised = self.backend if isinstance(self.backend, Supervised) else None
         if batching:
@@ -51,7 +51,7 @@ class Reconciler:
         try:
             for service, plan in plans.items():
                 self.applied[service] = self.backend.converge(
-                    self.executor, service, lab[service].pid, plan, self.applied.get(service), force
+                    self.executor, service, containers[service].pid, plan, self.applied.get(service), force
                 )
             for service in [s for s in self.applied if s not in plans]:
                 applied = self.applied.pop(service)
@@ -61,42 +61,46 @@ class Reconciler:
             if batching:
                 batching.commit(self.executor, force)
 
-    def apply_or_roll_back(self, entries: list[Entry], before: list[Entry], lab: dict[str, LabContainer]) -> None:
+    def apply_or_roll_back(
+        self, entries: list[Entry], before: list[Entry], containers: dict[str, LabContainer]
+    ) -> None:
         """Apply `entries`; when the kernel refuses, put `before` back (forced) and raise ShapingError."""
         try:
-            self.apply(entries, lab)
+            self.apply(entries, containers)
         except FAILURES as error:
             try:
-                self.apply(before, lab, force=True)
+                self.apply(before, containers, force=True)
             except FAILURES as again:
                 log.error("rolling back failed too: %s", again)
             raise ShapingError(Kind.FAILED, f"applying failed and was rolled back: {error}") from None
 
-    def prepare(self, entries: list[Entry], lab: dict[str, LabContainer], services: list[str], warm: bool) -> None:
+    def prepare(
+        self, entries: list[Entry], containers: dict[str, LabContainer], services: list[str], warm: bool
+    ) -> None:
         if not isinstance(self.backend, Preparing):
             return  # nothing to start: a change takes effect at once
-        plans = self.backend.plan(entries, self.planning(lab))
+        plans = self.backend.plan(entries, self.planning(containers))
         for service in services:
             if service in plans:
                 self.backend.prepare(self.executor, service, plans[service], warm)
 
-    def stale(self, lab: dict[str, LabContainer]) -> bool:
+    def stale(self, containers: dict[str, LabContainer]) -> bool:
         """Whether the kernels may no longer hold what was applied."""
-        ips = self.shapeable(lab)
-        moved = any(s in self.applied and self.applied[s].pid != lab[s].pid for s in ips)
+        ips = self.shapeable(containers)
+        moved = any(s in self.applied and self.applied[s].pid != containers[s].pid for s in ips)
         dead = isinstance(self.backend, Supervised) and not self.backend.healthy()
         peers = getattr(self.platform, "peers", None)
         elsewhere = peers is not None and peers() != self._peers  # a pod elsewhere came, went or moved
         return moved or dead or elsewhere or set(ips) != set(self.applied)
 
     # --- reading back ---
-    def kernel(self, service: str, lab: dict[str, LabContainer]) -> dict:
+    def kernel(self, service: str, containers: dict[str, LabContainer]) -> dict:
         """Every namespace that carries this service's shaping (the backend says which), read back."""
-        own_ip = lab[service].ip if service in lab else None
+        own_ip = containers[service].ip if service in containers else None
         return {
-            name: self.read_back(name, lab[name].pid)
+            name: self.read_back(name, containers[name].pid)
             for name in self.backend.carriers(service, own_ip, self.applied)
-            if name in lab and lab[name].reachable and lab[name].shapeable
+            if name in containers and containers[name].reachable and containers[name].shapeable
         }
 
     def read_back(self, service: str, pid: int) -> dict:

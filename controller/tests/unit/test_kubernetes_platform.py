@@ -416,7 +416,7 @@ def test_a_scaled_statefulsets_pods_are_services_of_their_own(scaled, tmp_path):
         platform.list()["mysql-target-2"].name == "mysql-target-2"
         and platform.list()["mysql-target"].name == "mysql-target-0"
     )
-    assert platform.shared_pods() == {"mysql-target": "mysql-target-0", "mysql-target-1": "mysql-target-1",
+    assert platform.kube.pods.shared() == {"mysql-target": "mysql-target-0", "mysql-target-1": "mysql-target-1",
                                       "mysql-target-2": "mysql-target-2"}  # fmt: skip
     manager = ShapingManager(platform, Executor(dry_run=True), ChaosMeshBackend(timeout=5, interval=0.05),
                              tmp_path / "shaping.json")  # fmt: skip
