@@ -7,15 +7,17 @@ from __future__ import annotations
 import json
 import subprocess
 
+import pytest
+
 from .conftest import ROOT
+
+# Judged on what a busy host cannot change: make test runs it on a lab of its own (scripts/test).
+pytestmark = pytest.mark.second_lab
 
 LOAD_ALL = """
 import json
 from pathlib import Path
 from laglab.scenarios.plan import load_text
-
-# Judged on what a busy host cannot change: make test runs it on a lab of its own (scripts/test).
-pytestmark = pytest.mark.second_lab
 out = {}
 for path in sorted(Path("/scenarios").glob("*.yaml")):
     for quick in (False, True):

@@ -13,9 +13,6 @@ from laglab.replicators.db import connect
 
 from .conftest import ROOT, query
 
-# Judged on what a busy host cannot change: make test runs it on a lab of its own (scripts/test).
-pytestmark = pytest.mark.second_lab
-
 
 def up(profile: str = "") -> subprocess.CompletedProcess:
     done = subprocess.run(
