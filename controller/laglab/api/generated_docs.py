@@ -25,7 +25,8 @@ def _scenario_keys() -> str:
 def _knobs() -> str:
     from laglab.shaping.impairment import KNOBS
 
-    units = {"time": "time: `us`, `ms`, `s`", "percent": "percent: `0.5%`", "rate": "rate: `kbit`, `mbit`, `gbit`",
+    units = {"time": "time: `us`, `ms`, `s`, `m`, `h`", "percent": "percent: `0.5%`",
+             "rate": "rate: `kbit`, `Mbit/s` (`mbit`, `Mbps`: megabits), `MB/s` (megabytes); `mbps` refused",
              "count": "whole packets", "gemodel": "`{p, r, 1-h, 1-k}` in percent"}  # fmt: skip
     lines = ["| knob | value | what | e.g. |", "|---|---|---|---|"]
     for k in KNOBS:

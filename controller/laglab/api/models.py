@@ -42,9 +42,9 @@ Percent = Annotated[
 ]
 # The patterns' messages: what a 400 says when a value is not of the form its field wants.
 PATTERN_MESSAGES = {
-    TIME_PATTERN: "{value!r} is not a time with its unit, like '20s' or '125ms' (units: us, ms, s)",
+    TIME_PATTERN: "{value!r} is not a time with its unit, like '20s' or '125ms' (units: us, ms, s, m, h)",
     PERCENT_PATTERN: "{value!r} is not a percentage",
-    RATE_PATTERN: "{value!r} is not a rate (units: bit, kbit, mbit, gbit; bps, kbps, mbps are bytes/s)",
+    RATE_PATTERN: "{value!r} is not a rate (units: kbit, Mbit/s, Mbps or mbit = megabits; MB/s = megabytes)",
     SERVICE_PATTERN: "{value!r} is not a service name",
     r"\S": "must not be empty",
 }
@@ -203,6 +203,9 @@ class RunBody(Body):
     quick: bool = False
     seed: Seed | None = Field(
         None, description="the links' seed for this run, over the scenario's `seed:` (the same packets dropped in the same order)",
+    )  # fmt: skip
+    on_lab_servers: bool = Field(
+        False, description="a scenario pinned to server versions (`servers:`) runs on the lab's servers anyway; environment.json and the report say which ran in their place",
     )  # fmt: skip
 
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from laglab.api.models import PATTERN_MESSAGES, Error
 from laglab.errors import ApiError, bad_request
 from laglab.limits import LIMITS
+from laglab.shaping.params import RATE_PATTERN, ambiguous_rate
 
 OPEN_PATHS = ("/api/health", "/api/openapi.json", "/metrics", "/")
 REF = "#/components/schemas/{model}"
@@ -97,6 +98,8 @@ def describe(model: type[BaseModel], error: ValidationError) -> str:
     shown_name = (field.alias if field is not None and field.alias else str(name))[:64]
     if kind == "string_pattern_mismatch":
         message = PATTERN_MESSAGES.get(ctx.get("pattern"), "{value!r} is not of the expected form").format(value=value)
+        if ctx.get("pattern") == RATE_PATTERN and isinstance(value, str) and (why := ambiguous_rate(value)):
+            message = why  # '2mbps': both readings named (shaping/params.py)
         if len(message) > 200:
             message = f"{shown} " + message.split(" ", 1)[-1].split(" ", 1)[-1]
     elif kind == "extra_forbidden":

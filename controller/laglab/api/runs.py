@@ -41,14 +41,22 @@ def start(body: models.RunBody):
     except ScenarioError as error:
         raise ApiError(422, f"scenario: {error.path}: {error.message}") from None
     the_lab = lab()
-    if plan.scenario.servers is not None:  # the versions it is about, or no run (never others in their place)
-        servers.check(plan.scenario.servers.model_dump(), servers.reported([the_lab.source, the_lab.target]))
+    instead: list[dict] = []
+    if plan.scenario.servers is not None:  # the versions it is about, or no run unless asked (and then said)
+        pinned = plan.scenario.servers.model_dump()
+        reported = servers.reported([the_lab.source, the_lab.target])
+        if not body.on_lab_servers:
+            servers.check(pinned, reported)
+        images = {service: the_lab.platform.image(service) for service in servers.ROLES.values()}
+        instead = servers.instead(pinned, reported, images)
     with the_lab.runs_lock:  # the check and the insert as one step: 8 server threads answer at once
         if any(r.busy for r in the_lab.runs.values()):
             raise ApiError(409, "run: another run is in progress (or still cleaning up); wait for it or DELETE it")
         if the_lab.load.running:
             raise ApiError(409, "run: the load panel's load is running; DELETE /api/load first")
-        run = ScenarioRun(the_lab.run_parts, plan, Path(current_app.config["RESULTS_DIR"]), text, seed=body.seed)
+        run = ScenarioRun(
+            the_lab.run_parts, plan, Path(current_app.config["RESULTS_DIR"]), text, seed=body.seed, instead=instead
+        )
         the_lab.runs[run.id] = run
         run.start()
     return run.as_json(), 201

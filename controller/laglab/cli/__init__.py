@@ -5,12 +5,13 @@ Human output by default (aligned tables, units); `--json` prints the API's answe
 
 Exit codes (the same for every command):
   0  done
-  1  a check failed (consistency: not identical; run: an assertion failed or the run failed)
+  1  a check did not hold (consistency: not identical; run: an assertion failed, NOT REPRODUCED, or it failed)
   2  usage: a bad option or argument (click), or an invalid scenario file
   3  the lab refused: the API answered with an error (its message is printed)
   4  the controller cannot be reached
+  5  a run is not valid (a point measured something other than what was asked)
 
-One module per group of commands: lab.py (status, lag, consistency), shaping.py (shape, clear, show,
+One module per group of commands: lab.py (status, lag, consistency, reset), shaping.py (shape, clear, show,
 preset, matrix, verify), faults.py (fault, partition, heal), capture.py (capture, captures), load.py,
 runs.py (run, runs, report).
 """
@@ -22,7 +23,7 @@ import click
 from laglab.cli.base import EXIT_CODES, Session, main_options
 from laglab.cli.capture import capture, captures
 from laglab.cli.faults import fault, heal, partition
-from laglab.cli.lab import consistency, dashboard, lag, status
+from laglab.cli.lab import consistency, dashboard, lag, reset, status
 from laglab.cli.load import load
 from laglab.cli.profile import profile_command
 from laglab.cli.runs import report, run, runs
@@ -33,7 +34,7 @@ __all__ = ["EXIT_CODES", "cli", "main"]
 
 EPILOG = (
     "Exit codes: 0 done, 1 a check failed, 2 usage, 3 the lab refused (the API's message is printed), "
-    "4 the controller cannot be reached."
+    "4 the controller cannot be reached, 5 a run is not valid."
 )
 
 
@@ -86,6 +87,7 @@ for command in (
     fault,
     partition,
     heal,
+    reset,
     capture,
     captures,
 ):

@@ -48,7 +48,13 @@ def capture_lines(c: dict) -> list[str]:
 @click.command()
 @click.option("--link", nargs=2, required=True, metavar="A B", help="The two services whose link is captured.")
 @click.option(
-    "--for", "duration", type=TIME, default="30s", show_default=True, help="How long (units: us, ms, s; at most 600s)."
+    "--for",
+    "--duration",
+    "duration",
+    type=TIME,
+    default="30s",
+    show_default=True,
+    help="How long (units: us, ms, s, m; at most 600s).",
 )
 @click.option(
     "--max-size",

@@ -45,13 +45,13 @@ def _action_command(action: str) -> click.Command:
     else:  # start, unpause: from the state the action it reverses leaves
         example = f"Examples:\n  laglab fault {spec.undo} mysql-target\n  laglab fault {action} mysql-target"
     help_text = f"{action.capitalize()} SERVICE's container (POST /api/faults).\n\n\b\n{example}"
-    help_for = f"{ACTIONS[action].undo} again after this long, e.g. 20s (units: us, ms, s)." if undone else (
+    help_for = f"{ACTIONS[action].undo} again after this long, e.g. 20s (units: us, ms, s, m, h)." if undone else (
         "Not for restart: it has nothing to undo."
     )  # fmt: skip
 
     @click.command(name=action, help=help_text)
     @click.argument("service")
-    @click.option("--for", "duration", type=TIME, help=help_for.capitalize())
+    @click.option("--for", "--duration", "duration", type=TIME, help=help_for.capitalize())
     @pass_session
     def command(session: Session, service: str, duration: str | None) -> None:
         body = {"service": service, "action": action, **({"duration": duration} if duration else {})}
@@ -116,7 +116,13 @@ class _GroupsAroundDashes(click.Command):
 @click.argument("group_a", metavar="A[,A...]")
 @click.argument("group_b", metavar="B[,B...]")
 @click.option("--oneway", is_flag=True, help="Only A -> B is cut; B still reaches A.")
-@click.option("--for", "duration", type=TIME, help="Heal by itself after this long, e.g. 60s (units: us, ms, s).")
+@click.option(
+    "--for",
+    "--duration",
+    "duration",
+    type=TIME,
+    help="Heal by itself after this long, e.g. 60s (units: us, ms, s, m, h).",
+)
 @click.option(
     "--ports", metavar="PORTS", help="Cut only the packets to or from these ports, e.g. 3306 or 4567-4568,4444."
 )

@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 
 import click
 
-from laglab.cli.base import Session, check_failed, pass_session, seconds, table
+from laglab.cli.base import Session, check_failed, pass_session, refused, seconds, table
 from laglab.cli.shaping import impairment_words
 
 LAG_HEADER = ("time (UTC)", "replica", "lag", "± bound", "applier", "transit", "IO/SQL", "status")
@@ -225,3 +225,38 @@ def consistency(session: Session, wait: float) -> None:
     session.emit(body, human)
     if not body["identical"]:
         raise check_failed("the target differs from the source: " + "; ".join(body["differences"][:3]))
+
+
+@click.command()
+@pass_session
+def reset(session: Session) -> None:
+    """The lab as `make up` leaves it, one line per step: the panel's load stopped, every fault undone,
+    partitions healed, the delay matrix and all shaping cleared (toxiproxy's `/reset`, pumba's end). A
+    scenario run in progress is left to its own cleanup: `laglab runs stop` ends it.
+
+    \b
+    Example:  laglab reset
+    """
+    said: list[str] = []
+    running = [r["id"] for r in session.call("GET", "/api/runs")["runs"] if r.get("step") != "done"]
+    load = session.call("GET", "/api/load")
+    if load.get("running") and load.get("owner") == "panel":
+        session.call("DELETE", "/api/load")
+        said.append("load: stopped")
+    elif load.get("running"):
+        said.append(f"load: left to run {load.get('owner')} (it stops with the run)")
+    else:
+        said.append("load: none running")
+    faults = session.call("GET", "/api/faults")["active"]
+    for found in faults:
+        session.call("DELETE", f"/api/faults/{found['id']}", timeout=120)
+    said.append(f"faults: {len(faults)} undone" if faults else "faults: none in force")
+    for path, what in (("/api/partitions", "partitions: healed"), ("/api/matrix", "delay matrix: cleared"),
+                       ("/api/shaping", "shaping: cleared")):  # fmt: skip
+        answer = session.request("DELETE", path, timeout=120)
+        if not answer.ok:
+            raise refused(f"DELETE {path}: {answer.error} ({answer.status_code})")
+        said.append(what)
+    if running:
+        said.append(f"run {', '.join(running)}: still in progress (laglab runs stop ends it and cleans up)")
+    session.emit({"reset": said}, lambda data: [click.echo(line) for line in data["reset"]])

@@ -8,8 +8,9 @@ from pathlib import Path
 import click
 
 from laglab import limits
-from laglab.cli.base import Failure, Session, pass_session
+from laglab.cli.base import TIME, Failure, Session, pass_session
 from laglab.load.replay import speed_words
+from laglab.shaping.params import parse_time
 
 
 def _load_line(body: dict) -> str:
@@ -42,21 +43,27 @@ def load() -> None:
 
 @load.command()
 @click.option("--script", default="oltp_write_only", show_default=True, help="The sysbench script (oltp_write_only, oltp_read_write, oltp_insert, ...).")  # fmt: skip
-@click.option("--rate", default=100, show_default=True, help="Transactions per second, in total; 0 = as fast as it goes.")  # fmt: skip
+@click.option("--tps", "rate", default=100, show_default=True, help="Transactions per second, in total; 0 = as fast as it goes.")  # fmt: skip
+@click.option("--rate", "older_rate", type=int, hidden=True, help="Older name of --tps.")
 @click.option("--threads", default=4, show_default=True, help="sysbench's connections to the source.")
-@click.option("--seconds", default=600, show_default=True, help="How long it runs, in seconds (then it stops by itself).")  # fmt: skip
+@click.option("--for", "--duration", "duration", type=TIME, default="10m", show_default=True, help="How long it runs (then it stops by itself), e.g. 20s, 10m.")  # fmt: skip
+@click.option("--seconds", type=int, hidden=True, help="Older form of --for, in seconds.")
 @click.option("--tables", default=4, show_default=True, help="sysbench's tables (sbtest1..N in the lab database).")
 @click.option("--rows", default=10000, show_default=True, help="Rows per table, when --prepare makes them.")
 @click.option("--prepare", is_flag=True, help="Drop and make the tables first (sysbench cleanup + prepare).")
 @click.option("--profile", "profile_file", type=click.Path(dir_okay=False, path_type=Path), help="Replay this write profile (`laglab profile BINLOG` writes it) instead of a sysbench script: its rates, transaction sizes and parallelism.")  # fmt: skip
 @click.option("--speed", default=1.0, show_default=True, help="With --profile: the replay's clock (2 = twice as fast).")  # fmt: skip
 @pass_session
-def start(session: Session, profile_file: Path | None, speed: float, **body) -> None:
+def start(session: Session, profile_file: Path | None, speed: float, duration: str, seconds: int | None,
+          older_rate: int | None, **body) -> None:  # fmt: skip
     """Start sysbench in loadgen: a script at a fixed rate, or the replay of a write profile.
 
     \b
-    Example:  laglab load start --profile scenarios/profiles/nightly-batch.json --speed 2 --seconds 20
+    Example:  laglab load start --profile scenarios/profiles/nightly-batch.json --speed 2 --for 20s
     """
+    body["seconds"] = seconds if seconds is not None else max(1, round(parse_time("for", duration, high=86400.0)))
+    if older_rate is not None:
+        body["rate"] = older_rate
     if profile_file is not None:
         body = {"seconds": body["seconds"], "speed": speed, "profile_name": profile_file.name[:200],
                 "profile": read_profile(profile_file)}  # fmt: skip

@@ -95,7 +95,7 @@ def summary_lines(run: dict) -> list[str]:
         lines.append("  consistency: the target differs from the source (something was lost): see the report")
     decided = run_outcome(run)
     if run["status"] == "completed":
-        lines.append(f"verdict: {decided.verdict}" + (f" ({decided.reasons[0]})" if decided.reasons else ""))
+        lines.append(f"verdict: {decided.words}" + (f" ({decided.reasons[0]})" if decided.reasons else ""))
     return lines
 
 
@@ -119,14 +119,20 @@ def knee_words(knee: dict) -> str:
     "--seed", type=click.IntRange(0, SEED_MAX), default=None,
     help="The links' seed (over the scenario's `seed:`): the same packets dropped in the same order on every run.",
 )  # fmt: skip
+@click.option(
+    "--on-lab-servers", is_flag=True,
+    help="A scenario pinned to server versions (`servers:`) runs on the lab's servers anyway; the report says which "
+    "ran in their place (without it such a run is refused).",
+)  # fmt: skip
 @pass_session
-def run(session: Session, file: Path, quick: bool, plan_only: bool, seed: int | None) -> None:
+def run(session: Session, file: Path, quick: bool, plan_only: bool, seed: int | None, on_lab_servers: bool) -> None:
     """Run a scenario and follow it to the end (progress and the time to go); Ctrl-C interrupts it (as
     `laglab runs stop` does from another terminal), and the controller clears shaping, stops the load
     and keeps partial results.
 
-    Exit 1 when the run failed or was interrupted, an assertion, a search's `expect` or verification
-    failed, or the target differs from the source after it; 2 when the file is not a valid scenario.
+    Exit 1 when the run failed or was interrupted, an assertion or a search's `expect` did not hold (a
+    ticket's NOT REPRODUCED), or the target differs from the source after it; 5 when it is not valid (a
+    point measured something other than what was asked); 2 when the file is not a valid scenario.
 
     \b
     Examples:
@@ -150,7 +156,8 @@ def run(session: Session, file: Path, quick: bool, plan_only: bool, seed: int | 
             session.emit({"scenario": plan.scenario.name, "points": [describe_point(p) for p in plan.points], "eta_seconds": plan.eta_seconds(),
                           "most_points": plan.most_points(), "search": None if plan.search is None else plan.search.describe()}, None)  # fmt: skip
         return
-    body = {"scenario": file.read_text(), "quick": quick, **({"seed": seed} if seed is not None else {})}
+    body = {"scenario": file.read_text(), "quick": quick, **({"seed": seed} if seed is not None else {}),
+            **({"on_lab_servers": True} if on_lab_servers else {})}  # fmt: skip
     answer = session.request("POST", "/api/runs", body, timeout=30)
     if answer.status_code == 400:
         raise Failure(answer.error, "usage")
@@ -181,8 +188,12 @@ def run(session: Session, file: Path, quick: bool, plan_only: bool, seed: int | 
     if current["status"] != "completed":
         raise check_failed(f"run {current['id']} {current['status']}")
     decided = run_outcome(current)  # decided once by the controller (scenarios/outcome.py)
+    if decided.verdict == "NOT VALID":  # exit 5: the checks say nothing either way
+        raise Failure(
+            f"run {current['id']}: not valid: {decided.reasons[0] if decided.reasons else '(above)'}", "not valid"
+        )
     if not decided.held:
-        raise check_failed(f"run {current['id']}: {decided.verdict.lower()} (above)")
+        raise check_failed(f"run {current['id']}: {decided.words.lower()} (above)")
 
 
 @click.group(invoke_without_command=True)

@@ -40,16 +40,21 @@ def _gemodel(value: str | None) -> dict | None:
     return dict(zip(names, parts, strict=False))
 
 
+def _first_up(text: str) -> str:
+    """The first letter up, the rest as written (str.capitalize lowered `Mbit/s` to `mbit/s`)."""
+    return text[:1].upper() + text[1:]
+
+
 def _option(knob) -> dict:
     """A knob (laglab.shaping.impairment.KNOBS) as click's option: its type or metavar, its help."""
     example = f", e.g. {knob.example}" if knob.example else ""
     kinds = {
-        "time": {"type": TIME, "help": f"{knob.help.capitalize()}{example} (units: us, ms, s)."},
-        "percent": {"metavar": "PERCENT", "help": f"{knob.help.capitalize()}{example}."},
-        "rate": {"metavar": "RATE", "help": f"{knob.help.capitalize()}{example}."},
-        "choice": {"type": click.Choice(knob.choices), "help": f"{knob.help.capitalize()}."},
-        "count": {"type": int, "metavar": "N", "help": f"{knob.help.capitalize()}."},
-        "gemodel": {"metavar": "P[,R[,1-H[,1-K]]]", "help": f"{knob.help.capitalize()}."},
+        "time": {"type": TIME, "help": f"{_first_up(knob.help)}{example} (units: us, ms, s, m, h)."},
+        "percent": {"metavar": "PERCENT", "help": f"{_first_up(knob.help)}{example}."},
+        "rate": {"metavar": "RATE", "help": f"{_first_up(knob.help)}{example}."},
+        "choice": {"type": click.Choice(knob.choices), "help": f"{_first_up(knob.help)}."},
+        "count": {"type": int, "metavar": "N", "help": f"{_first_up(knob.help)}."},
+        "gemodel": {"metavar": "P[,R[,1-H[,1-K]]]", "help": f"{_first_up(knob.help)}."},
     }
     return kinds[knob.kind]
 
@@ -59,7 +64,11 @@ def impairment_options(function):
     options = [click.option(f"--{k.name}", **_option(k)) for k in KNOBS]
     options += [
         click.option(
-            "--for", "duration", type=TIME, help="Revert by itself after this long, e.g. 60s (units: us, ms, s)."
+            "--for",
+            "--duration",
+            "duration",
+            type=TIME,
+            help="Revert by itself after this long, e.g. 60s (units: us, ms, s, m, h).",
         ),
         click.option(
             "--ports",
@@ -106,21 +115,24 @@ def _put_all(session: Session, puts: list[tuple[str, dict]]) -> list[dict]:
 @click.option("--direction", type=click.Choice(["egress", "ingress", "both"]), help="What it sends (default), receives, or both.")  # fmt: skip
 @click.option("--link", nargs=2, metavar="A B", help="Both directions of the link A-B (instead of SERVICE).")
 @click.option(
-    "--rtt", type=TIME, help="With --link: the round trip; half of it (and of --jitter) each way (units: us, ms, s)."
+    "--rtt",
+    type=TIME,
+    help="With --link: the round trip; half of it (and of --jitter) each way (units: us, ms, s, m, h).",
 )
 @impairment_options
 @pass_session
 def shape(session: Session, service, peer, direction, link, rtt, **values) -> None:
     """Shape a service's traffic, or one link: the change is in force when this returns.
 
-    Values take tc's units. A service's shaping replaces what it had (for that peer). With --link A B
+    Values take tc's units; a rate also as people write it (2Mbit/s, 2Mbps: megabits). A service's
+    shaping replaces what it had (for that peer). With --link A B
     both directions are set: half of --rtt and of --jitter each way; --loss, --rate and the rest on
     each direction.
 
     \b
     Examples:
       laglab shape mysql-source --peer mysql-target --delay 100ms --jitter 5ms --loss 1%
-      laglab shape mysql-target --rate 2mbit --for 60s
+      laglab shape mysql-target --rate 2Mbit/s --for 10m
       laglab shape --link mysql-source mysql-target --rtt 180ms --rate 2mbit
       laglab shape --link mysql-source mysql-target --rtt 200ms --ports 3306   # the binlog stream only
     """

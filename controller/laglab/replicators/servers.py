@@ -55,7 +55,8 @@ def unkept(servers: dict[str, str | None], reported: dict[str, str]) -> list[str
 
 
 def check(servers: dict[str, str | None], reported: dict[str, str]) -> None:
-    """Raises CONFLICT naming the `make up` that brings the lab up with the pinned servers."""
+    """Raises CONFLICT naming the `make up` that brings the lab up with the pinned servers, and the
+    override that runs on the lab's servers anyway (the report then says which ran in their place)."""
     problems = unkept(servers, reported)
     if problems:
         asked = " ".join(f"{role.upper()}_IMAGE={image}" for role, image in servers.items() if image)
@@ -63,8 +64,23 @@ def check(servers: dict[str, str | None], reported: dict[str, str]) -> None:
             Kind.CONFLICT,
             "; ".join(problems)
             + f". Bring the lab up with them ({asked} in .env, then make clean && make up) and run again"
-            " (docs/profiles.md, Versions: which versions this machine can run).",
+            " (docs/profiles.md, Versions: which versions this machine can run), or run it on these servers"
+            " anyway: laglab run FILE --on-lab-servers (the report says which ran in their place).",
         )
+
+
+def instead(servers: dict[str, str | None], reported: dict[str, str], images: dict[str, str | None]) -> list[dict]:
+    """A run on the lab's servers in place of the pinned ones (--on-lab-servers): per role whose server
+    is not the asked one, the service, the image asked, the version that ran and its image (a lab's
+    `-debian` image is Debian's stand-in of another version line)."""
+    out = []
+    for role, image in servers.items():
+        service = ROLES[role]
+        if image and not Promise.of(image).kept_by(reported[service]):
+            ran = images.get(service)
+            out.append({"service": service, "asked": image, "ran": reported[service], "image": ran,
+                        "stand_in": bool(ran and ran.endswith("-debian"))})  # fmt: skip
+    return out
 
 
 def reported(endpoints: list[Endpoint]) -> dict[str, str]:

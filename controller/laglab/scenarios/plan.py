@@ -333,7 +333,11 @@ def _check_search(search: Search, sweep: dict, base: Scenario) -> None:
 
 
 def load_file(path: Path, quick: bool = False) -> Plan:
-    return load_text(Path(path).read_text(), quick=quick, source=str(path), base_dir=Path(path).resolve().parent)
+    """A scenario file; the files it names are under its scenarios folder: its own folder, or for one in
+    scenarios/tickets/ (`scenario new`'s) the scenarios folder above it, as the controller reads them."""
+    folder = Path(path).resolve().parent
+    base = folder.parent if folder.name == "tickets" else folder
+    return load_text(Path(path).read_text(), quick=quick, source=str(path), base_dir=base)
 
 
 def _describe(params: dict) -> str:

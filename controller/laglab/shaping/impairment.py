@@ -59,7 +59,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("correlation", "percent", "of successive draws: the jitter, the loss, the reorder", alone=False),
     Knob("loss", "percent", "random loss", "0.5%"),
     Knob("gemodel", "gemodel", "Gilbert-Elliott (bursty) loss, instead of loss"),
-    Knob("rate", "rate", "bandwidth, 8kbit..10gbit (tc units; kbps = kilobytes/s)", "2mbit"),
+    Knob("rate", "rate", "bandwidth, 8kbit..10gbit (2Mbit/s, 2mbit or 2Mbps = megabits; 2MB/s = megabytes; tc's 2mbps is refused: it reads two ways)", "2mbit"),
     Knob("duplicate", "percent", "packets sent twice", "0.1%"),
     Knob("corrupt", "percent", "packets with a flipped bit (the receiver drops them)", "0.1%"),
     Knob("reorder", "percent", "packets sent at once, overtaking held ones (no effect without a delay, as netem)"),

@@ -43,15 +43,25 @@ class Direction(StrEnum):
 DIRECTIONS = tuple(d.value for d in Direction)
 __all__ = ["DISTRIBUTIONS", "GEMODEL_KEYS", "Impairment", "format_percent", "format_rate", "format_time"]
 
-_TIME_UNITS = {"us": 1e-6, "usec": 1e-6, "ms": 1e-3, "msec": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0}
-# tc(8): bit, kbit, mbit, gbit, tbit are bits/s (SI); bps, kbps, mbps, gbps are BYTES/s; "ibit" = 1024-based.
-_RATE_UNITS = {
-    "bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12,
-    "kibit": 1024, "mibit": 1024**2, "gibit": 1024**3,
-    "bps": 8, "kbps": 8e3, "mbps": 8e6, "gbps": 8e9,
+# Times as tc(8) writes them, and minutes and hours as pumba and tcconfig take them (`--for 10m`,
+# `load.duration: 24h`; tcconfig's README: h/hour/hours, m/min/mins/minute/minutes). The output is
+# seconds; what goes to tc is formatted again (format_time), so tc never sees `m`.
+_TIME_UNITS = {
+    "us": 1e-6, "usec": 1e-6, "ms": 1e-3, "msec": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0,
+    "m": 60.0, "min": 60.0, "mins": 60.0, "h": 3600.0, "hour": 3600.0, "hours": 3600.0,
 }  # fmt: skip
+# Rates. tc(8) reads bit, kbit, mbit, gbit, tbit (any case) as bits/s but bps, kbps, mbps, gbps (any case:
+# tc_util.c compares without case) as BYTES/s; tcconfig (`tcset eth0 --rate 100Kbps`, "[G/M/K bps]"), tcng
+# and every ticket read Mbps as megabits (TLDP's tcng HOWTO, table 1: "Mbps = megabit(s) per second = tc's
+# mbit; MBps = megabyte(s) = tc's mbps"). So: a bit unit in any case, with /s or not, is bits; K/M/G/T with
+# `bps` as tcconfig writes it is bits; a capital B (MB/s, MBps) is bytes; any other spelling of bps (2mbps,
+# 2kbps, 2bps) reads two ways a factor 8 apart and is refused naming both (never guessed: #53).
+_BIT_UNITS = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12, "kibit": 1024, "mibit": 1024**2, "gibit": 1024**3}  # fmt: skip
+_BPS_BITS = {"Kbps": 1e3, "Mbps": 1e6, "Gbps": 1e9, "Tbps": 1e12}
+_BYTE_PREFIXES = {"": 8, "k": 8e3, "K": 8e3, "M": 8e6, "G": 8e9, "T": 8e12}
 _NUMBER = r"([0-9]+(?:\.[0-9]+)?|\.[0-9]+)"
 _SPACE = r"[ \t\n\r\f\v]*"  # spelled out: \s differs between Python's and pydantic's (Rust) regex engines
+_AMBIGUOUS_RATE = re.compile(rf"^{_SPACE}{_NUMBER}{_SPACE}([kKmMgGtT]?[bB][pP][sS]){_SPACE}$")
 
 
 def _any_case(word: str) -> str:
@@ -62,11 +72,28 @@ def _units(units) -> str:
     return "(" + "|".join(_any_case(u) for u in sorted(units, key=len, reverse=True) if u) + ")"
 
 
+def _rate_units() -> str:
+    """The rate units the parser reads, as one pattern group: bits in any case (with or without /s),
+    tcconfig's K/M/G/Tbps, and bytes with a capital B (B/s, kB/s, MBps)."""
+    bits = [f"{_any_case(u)}(?:/[sS])?" for u in sorted(_BIT_UNITS, key=len, reverse=True)]
+    return "(" + "|".join([*bits, "[KMGT]bps", "[kKMGT]?B(?:ps|/s)"]) + ")"
+
+
+def _rate_scale(unit: str) -> float:
+    """Bits per second of one `unit` as _rate_units() matched it."""
+    lower = unit.lower().removesuffix("/s")
+    if lower in _BIT_UNITS and not unit.endswith(("ps", "PS", "pS", "Ps")):
+        return _BIT_UNITS[lower]
+    if unit in _BPS_BITS:
+        return _BPS_BITS[unit]
+    return _BYTE_PREFIXES[unit.removesuffix("/s").removesuffix("ps")[:-1]]
+
+
 # What the parsers below accept, as JSON Schema patterns for the OpenAPI document (one source: a test
 # checks that a value matches the pattern exactly when its parser reads it).
 TIME_PATTERN = rf"^{_SPACE}{_NUMBER}{_SPACE}{_units(_TIME_UNITS)}{_SPACE}$"  # the unit is required
 PERCENT_PATTERN = rf"^{_SPACE}{_NUMBER}{_SPACE}%?{_SPACE}$"
-RATE_PATTERN = rf"^{_SPACE}{_NUMBER}{_SPACE}{_units(_RATE_UNITS)}{_SPACE}$"
+RATE_PATTERN = rf"^{_SPACE}{_NUMBER}{_SPACE}{_rate_units()}{_SPACE}$"
 SERVICE_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,62}$"
 _TIME_RE, _PERCENT_RE, _RATE_RE = (re.compile(p) for p in (TIME_PATTERN, PERCENT_PATTERN, RATE_PATTERN))
 
@@ -113,11 +140,11 @@ def parse_time(field: str, value: object, high: float | None = None) -> float:
     if isinstance(bare, (int, float)) or re.fullmatch(_NUMBER, bare or ""):
         number = float(bare) if math.isfinite(float(bare)) else bare
         raise ParamError(
-            field, f"{value!r} has no unit; write it like '{number:g}s' or '{number:g}ms' (units: us, ms, s)"
+            field, f"{value!r} has no unit; write it like '{number:g}s' or '{number:g}ms' (units: us, ms, s, m, h)"
         )
     match = _TIME_RE.search(value)
     if not match:
-        raise ParamError(field, f"{value!r} is not a time (units: us, ms, s)")
+        raise ParamError(field, f"{value!r} is not a time (units: us, ms, s, m, h)")
     seconds = float(match.group(1)) * _TIME_UNITS[match.group(2).lower()]
     low, limit = LIMITS.get(field, (0.0, 60.0))
     if high is not None:
@@ -145,14 +172,43 @@ def parse_percent(field: str, value: object) -> float:
     return percent / 100.0
 
 
+RATE_UNITS_WORDS = "units: kbit, Mbit/s, Mbps or mbit = megabits; MB/s = megabytes"
+
+
+def ambiguous_rate(value: str) -> str | None:
+    """Why a rate such as '2mbps' is refused, in words, or None when it is not such a rate."""
+    match = _AMBIGUOUS_RATE.match(value)
+    if not match or _RATE_RE.match(value):
+        return None
+    number, unit = float(match.group(1)), match.group(2)
+    prefix = {"": "", "K": "k", "M": "M", "G": "G", "T": "T"}[unit[:-3].upper()]
+    bits = number * {"": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}[prefix]
+    return (
+        f"{value.strip()!r} reads two ways: tc takes {unit} as bytes/s ({format_words(bits * 8)}), tcconfig "
+        f"and most tickets as bits/s ({format_words(bits)}); write {number:g}{prefix}bit/s or "
+        f"{number:g}{prefix}B/s"
+    )
+
+
+def format_words(bits: float) -> str:
+    """A rate for people: `2 Mbit/s`, `512 kbit/s`, `1.5 Gbit/s`."""
+    for unit, size in (("Tbit/s", 1e12), ("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3)):
+        if bits >= size:
+            return f"{bits / size:.4g} {unit}"
+    return f"{bits:.4g} bit/s"
+
+
 def parse_rate(field: str, value: object) -> float:
-    """'2mbit', '256kbit', '1gbit', '100kbps' (bytes) -> bits per second."""
+    """'2mbit', '2Mbit/s', '2Mbps' (tcconfig's: megabits), '256kbit', '1gbit', '2MB/s' (bytes) -> bits per
+    second. tc's own bytes spelling ('2mbps', '100kbps') is refused naming both readings."""
     if isinstance(value, bool) or not isinstance(value, str):
-        raise ParamError(field, f"expected a rate like '2mbit', got {value!r}")
+        raise ParamError(field, f"expected a rate like '2Mbit/s', got {value!r}")
+    if why := ambiguous_rate(value):
+        raise ParamError(field, why)
     match = _RATE_RE.search(value)
     if not match:
-        raise ParamError(field, f"{value!r} is not a rate (units: bit, kbit, mbit, gbit; bps, kbps, mbps are bytes/s)")
-    bits = float(match.group(1)) * _RATE_UNITS[match.group(2).lower()]
+        raise ParamError(field, f"{value!r} is not a rate ({RATE_UNITS_WORDS})")
+    bits = float(match.group(1)) * _rate_scale(match.group(2))
     low, high = LIMITS["rate"]
     if not low <= bits <= high:
         raise _out_of_range(field, f"{value!r} is out of range 8kbit..10gbit")

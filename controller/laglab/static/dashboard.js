@@ -283,7 +283,7 @@ async function pollRuns() {
     const words = r.point_words ? ` (${r.point_words})` : "";
     const progress = r.status === "running" ? ` — point ${r.point || "-"}/${r.points}${words}: ${r.step}, ${clock(r.elapsed_seconds)} elapsed, ETA ${clock(r.eta_seconds)}` : "";
     // A finished run's verdict as the controller decided it (the report and `laglab run` say the same).
-    const verdict = r.status === "completed" && r.outcome ? `: ${r.outcome.verdict}` : "";
+    const verdict = r.status === "completed" && r.outcome ? `: ${r.outcome.said || r.outcome.verdict}` : "";
     p.append(`${r.id}: ${r.status}${verdict}${progress} `);
     for (const [f, href] of Object.entries(r.links || {})) {
       const a = document.createElement("a"); a.href = href; a.textContent = f; p.append(a, " ");

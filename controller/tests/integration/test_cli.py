@@ -62,3 +62,26 @@ def test_a_fault_with_a_duration_is_undone_by_itself(api):
 
     wait_until(undone, 30, 0.2, "the pause to be undone after 2 s")
     assert "loadgen" in laglab("status").stdout
+
+
+def test_2mbps_shapes_two_megabits_as_the_ticket_means_and_mbps_is_refused(api):
+    """#53: `--rate 2Mbps` shaped a 16 Mbit/s link (tc reads mbps as megabytes/s): the symptom did not
+    reproduce and the report said the link had room. Judged by iperf3 inside the lab (`laglab verify`):
+    a busy host only takes throughput away, so at most 2 Mbit/s plus a margin, and well above what
+    2 Mbit/s could never carry if it were 2 kbit; tc's lowercase spelling is refused naming both readings."""
+    try:
+        done = laglab("shape", "--link", "mysql-source", "mysql-target", "--rate", "2Mbps")
+        assert done.returncode == 0, done.stderr
+        assert "rate 2 Mbit/s" in done.stdout or "rate 2mbit" in done.stdout, done.stdout
+        verified = laglab("--json", "verify", "mysql-source", "mysql-target", "--seconds", "3", timeout=180)
+        assert verified.returncode == 0, verified.stderr
+        measured = json.loads(verified.stdout)["measured"]
+        assert 0.5 <= measured["forward_mbit"] <= 2.4 and 0.5 <= measured["reverse_mbit"] <= 2.4, measured
+    finally:
+        assert laglab("clear").returncode == 0
+    refused = laglab("shape", "--link", "mysql-source", "mysql-target", "--rate", "2mbps")
+    assert refused.returncode == 3, refused.stderr
+    assert (
+        "reads two ways: tc takes mbps as bytes/s (16 Mbit/s)" in refused.stderr
+        and "2Mbit/s or 2MB/s" in refused.stderr
+    )

@@ -5,10 +5,12 @@ real one's). The command against the real lab: tests/integration/test_cli.py."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -25,6 +27,8 @@ from laglab.cli.base import EXIT_CODES
 
 from ..documented import ctrl_c_in_a_terminal, help_examples, parse_cli
 from ..polling import wait_until
+
+ROOT = Path(__file__).resolve().parents[3]
 
 SAMPLE = {"time": "2026-11-25T18:00:00.123456Z", "epoch": 1.0, "status": "ok", "reason": None, "replica": "mysql-target",
           "lag_seconds": 0.25, "lag_error_seconds": 0.001, "applier_lag_seconds": 0.002, "transit_seconds": 0.1,
@@ -72,7 +76,7 @@ def test_shape_sends_every_field_as_written(controller):
 def test_shape_has_an_option_for_every_field_of_the_api():
     fields = {f.alias or name for name, f in models.ShapingBody.model_fields.items()}
     options = {opt.lstrip("-") for p in cli.commands["shape"].params for opt in p.opts}
-    assert fields - options == {"duration"}  # spelled --for, as tcset and pumba do
+    assert fields - options == set() and {"for", "duration"} <= options  # --for, and pumba's --duration
     assert "for" in options
 
 
@@ -293,7 +297,7 @@ def test_a_bare_number_where_a_time_is_meant_is_a_usage_error_naming_the_units(a
     """#36: `--for 20` was 20 us (tc's unit), `--delay 100` 0.1 ms; nothing reaches the controller."""
     result = CliRunner().invoke(cli, argv)
     assert result.exit_code == 2, result.output
-    assert "has no unit" in result.output and "(units: us, ms, s)" in result.output
+    assert "has no unit" in result.output and "(units: us, ms, s, m, h)" in result.output
 
 
 def test_every_help_example_parses_as_written(monkeypatch, tmp_path):
@@ -324,7 +328,10 @@ def test_a_ticket_becomes_a_scenario_file_that_validates(tmp_path):
     s = plan.points[0].scenario
     assert (s.link.rtt, s.link.rate_bits, s.link.loss, s.load.rate, s.load.threads) == (0.18, 2e6, "0.1%", 150, 8)
     assert [str(a) for a in s.assertions] == ["lag_slope > 0.01"]
-    assert s.description == "lag grows after 10 minutes (server mysql 8.0.32)"
+    assert s.description == "lag grows after 10 minutes (server mysql:8.0.32)"
+    # #53: pinned to the customer's server, the outcome in the ticket's words, 10 minutes by default
+    assert (s.servers.source, s.servers.target) == ("mysql:8.0.32", "mysql:8.0.32")
+    assert s.verdict.words() == ("reproduced", "not reproduced") and s.load.duration == 600.0
     assert (quick.points[0].scenario.load.duration, quick.points[0].scenario.warmup) == (20.0, 3.0)
     assert s.expected == "the symptom reproduces: lag_slope > 0.01 in every point, nothing lost"
     assert CliRunner().invoke(cli, args).exit_code != 0, "an existing file is kept without --force"
@@ -334,10 +341,48 @@ def test_a_ticket_becomes_a_scenario_file_that_validates(tmp_path):
     assert bad.exit_code == 2 and "link.rate" in bad.output and not (tmp_path / "x.yaml").exists()
 
 
+def test_a_tickets_onset_runs_the_load_past_it_and_the_file_is_the_users(tmp_path, monkeypatch):
+    """#53: `scenario new` defaulted to 600 s, exactly when the customer's lag starts, and wrote into
+    scenarios/ (a "shipped" scenario, one `git add -A` from being committed). --onset runs past it; the
+    file goes to scenarios/tickets/, which git ignores and `scenario list` shows as yours; --profile
+    takes the customer's binlog profile as the load, from under scenarios/ where the controller reads it."""
+    scenario_cli = importlib.import_module("laglab.cli.scenario")  # the module; laglab.cli.scenario is the group
+    from laglab.scenarios.plan import load_file
+
+    scenarios = tmp_path / "scenarios"
+    (scenarios / "profiles").mkdir(parents=True)
+    shutil.copy(ROOT / "scenarios" / "profiles" / "nightly-batch.json", scenarios / "profiles" / "batch.json")
+    monkeypatch.setattr(scenario_cli, "SCENARIOS", scenarios)
+    monkeypatch.setattr(scenario_cli, "TICKETS", scenarios / "tickets")
+    monkeypatch.setattr(scenario_cli, "ROOT", tmp_path)
+    args = ["scenario", "new", "t", "--rtt", "180ms", "--rate", "2Mbps", "--onset", "10m",
+            "--profile", str(scenarios / "profiles" / "batch.json")]  # fmt: skip
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("wrote scenarios/tickets/t.yaml: rtt 180ms, rate 2Mbps, the replay of ")
+    point = load_file(scenarios / "tickets" / "t.yaml").points[0]
+    s = point.scenario
+    assert (s.onset, s.load.duration, s.load.tool, s.link.rate_bits) == (600.0, 900.0, "profile", 2e6)
+    # named as the controller reads it (under its scenarios folder), and read from there
+    assert s.load.file == "profiles/batch.json" and point.plan().load.profile is not None
+    assert "scenarios/tickets/" in (ROOT / ".gitignore").read_text().split()
+    listed = CliRunner().invoke(cli, ["scenario", "list", "-o", "json"])
+    assert listed.exit_code == 0, listed.output
+    assert json.loads(listed.output)["scenarios"] == [
+        {"file": "scenarios/tickets/t.yaml", "whose": "yours", "points": 1, "error": None,
+         "description": "(the ticket's symptom)",
+         "expected": "the symptom reproduces: lag_slope > 0.01 in every point, nothing lost"},
+    ]  # fmt: skip
+    outside = CliRunner().invoke(cli, [*args[:-1], str(tmp_path / "elsewhere.json"), "-o", str(tmp_path / "x.yaml")])
+    assert outside.exit_code == 2 and "put it under scenarios/" in outside.output, outside.output
+    both = CliRunner().invoke(cli, [*args, "--write-rate", "150", "--force"])
+    assert both.exit_code == 2 and "--write-rate (sysbench) or --profile" in both.output, both.output
+
+
 def test_the_shipped_scenarios_are_listed_with_what_they_reproduce():
     result = CliRunner().invoke(cli, ["scenario", "list"])
     assert result.exit_code == 0
-    assert "customer-example-rtt180-2mbit.yaml" in result.output and "Ticket #1234" in result.output
+    assert "scenarios/customer-example-rtt180-2mbit.yaml" in result.output and "Ticket #1234" in result.output
     assert "invalid" not in result.output
 
 
@@ -411,3 +456,27 @@ def test_status_names_each_servers_version(controller):
     done = laglab(controller, "status")
     assert done.exit_code == 0, done.output
     assert "servers     mysql-source MariaDB 10.5.23, mysql-target MariaDB 11.8.9\n" in done.output
+
+
+def test_reset_puts_the_lab_back_one_line_a_step_and_leaves_a_run_to_its_cleanup(controller):
+    """#53: toxiproxy users look for one reset. The answers are the controller's own: DELETE of
+    partitions, the matrix and shaping answer 204 with no body (tests/integration/conftest.py asserts
+    so on the lab); the panel's load and each fault are ended by their own DELETE."""
+    controller.answer("GET /api/runs", {"runs": [{"id": "r9", "step": "load (measuring)"}]})
+    controller.answer("GET /api/load", {"running": True, "owner": "panel"})
+    controller.answer("DELETE /api/load", {"running": False})
+    controller.answer("GET /api/faults", {"active": [{"id": "f3", "service": "mysql-target", "action": "pause"}]})
+    controller.answer("DELETE /api/faults/f3", {"id": "f3"})
+    for path in ("/api/partitions", "/api/matrix", "/api/shaping"):
+        controller.answer(f"DELETE {path}", None, 204)
+    result = laglab(controller, "reset")
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == [
+        "load: stopped", "faults: 1 undone", "partitions: healed", "delay matrix: cleared", "shaping: cleared",
+        "run r9: still in progress (laglab runs stop ends it and cleans up)",
+    ]  # fmt: skip
+    deleted = [r[1] for r in controller.requests if r[0] == "DELETE"]
+    assert deleted == ["/api/load", "/api/faults/f3", "/api/partitions", "/api/matrix", "/api/shaping"]
+    controller.answer("DELETE /api/shaping", {"error": "shaping: the kernel refused", "status": 500}, 500)
+    failed = laglab(controller, "reset")
+    assert failed.exit_code == 3 and "DELETE /api/shaping: shaping: the kernel refused (500)" in failed.output

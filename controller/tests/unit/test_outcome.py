@@ -42,11 +42,11 @@ def measured(verification=VERIFIED, load_error=None, events=(), lag=1.0):
     return point_result(PLAN.points[0].plan(), verification, window, figures, {}, list(events))
 
 
-def run_of(points: list[dict], status="completed", reason=None, consistency=None):
+def run_of(points: list[dict], status="completed", reason=None, consistency=None, plan=PLAN):
     """A ScenarioRun as summary_doc and as_json read it."""
     consistency = {"identical": True, "differences": [], "gtid": None} if consistency is None else consistency
     return SimpleNamespace(
-        id="r1", plan=PLAN, status=status, reason=reason, started=1.0e9, finished=1.0e9 + 90, summary=points,
+        id="r1", plan=plan, status=status, reason=reason, started=1.0e9, finished=1.0e9 + 90, summary=points,
         points=SimpleNamespace(doc=lambda: {}), cleanup_errors=[], environment={}, knees=[],
         consistency=consistency,
     )  # fmt: skip
@@ -69,7 +69,8 @@ def cli_run(controller, tmp_path, run, doc: dict):
               "point": None, "point_params": None, "step": "done", "elapsed_seconds": 90.0, "eta_seconds": 0.0,
               "results": "results/r1", "summary": points, "identical": run.consistency.get("identical"),
               "cleanup_errors": [], "knees": [], "seed": None,
-              "outcome": of_run(run.status, run.reason, points, doc["consistency"], []).as_json()}  # fmt: skip
+              "outcome": of_run(run.status, run.reason, points, doc["consistency"], [],
+                                run.plan.scenario.verdict.words()).as_json()}  # fmt: skip
     controller.answer("POST /api/runs", answer, 201)
     scenario = tmp_path / "ticket.yaml"
     scenario.write_text(SCENARIO)
@@ -101,7 +102,8 @@ def test_every_reader_says_the_one_outcome(controller, tmp_path, point, verdict,
         assert "**not valid**: " in md  # the point's row says why its checks mean nothing
     assert f"ticket: {verdict}" in html
     ran = cli_run(controller, tmp_path, run, doc)
-    assert ran.exit_code == (0 if verdict == "PASS" else 1), ran.output
+    # 1: a check did not hold; 5: the run measured something other than what was asked (#53)
+    assert ran.exit_code == {"PASS": 0, "FAIL": 1, "NOT VALID": 5}[verdict], ran.output
     assert f"verdict: {verdict}" in ran.output, ran.output
 
 
@@ -136,3 +138,39 @@ def test_an_older_summary_without_an_outcome_gets_it_by_the_same_rule():
     point = measured(verification=NOT_AS_ASKED).as_json()
     stored = point.pop("outcome")
     assert of_point(point).as_json() == stored
+
+
+TICKET = SCENARIO.replace("name: ticket\n", "name: ticket\nverdict: {pass: reproduced, fail: not reproduced}\n")
+
+
+@pytest.mark.parametrize(
+    ("point", "said", "code"),
+    [
+        (dict(lag=3.0), "REPRODUCED", 0),
+        (dict(), "NOT REPRODUCED", 1),
+        (dict(verification=NOT_AS_ASKED), "NOT VALID", 5),
+    ],
+    ids=["reproduced", "not reproduced", "not valid is never worded"],
+)
+def test_a_tickets_verdict_is_said_in_its_words_everywhere(controller, tmp_path, point, said, code):
+    """#53: report.md opened `# ticket-4711: PASS` where PASS meant "the problem reproduced": a customer
+    reads "replication is fine". A scenario says what its outcome means (`verdict:`); report.md's title
+    and first line, report.html, the CLI's closing line and its exit code say it; NOT VALID stays."""
+    plan = load_text(TICKET.replace("max_lag_seconds < 2", "max_lag_seconds > 2"))
+    result = point_result(plan.points[0].plan(), measured(**point).verification, *_window_of(point), {}, [])
+    run = run_of([result], plan=plan)
+    doc, md, html = written(tmp_path, run)
+    assert doc["outcome"]["said"] == said and run_outcome(doc).words == said
+    assert md.startswith(f"# ticket: {said}\n\n**Verdict: {said}.**"), md[:200]
+    assert f"ticket: {said}" in html and "PASS" not in md.split("\n\n")[1]
+    ran = cli_run(controller, tmp_path, run, doc)
+    assert ran.exit_code == code and f"verdict: {said}" in ran.output, ran.output
+
+
+def _window_of(point):
+    """The window and figures `measured` gives a point (its lag as asked)."""
+    lag = point.get("lag", 1.0)
+    window = Window(load_start=0.0, start=10.0, end=70.0, load_rows=[{"epoch": 11.0, "tps": 50.0, "qps": 200.0}])
+    figures = {"links_mbit": {}, "lag_samples": 120, "gaps": 0, "max_lag_seconds": lag, "p95_lag_seconds": lag / 2,
+               "lag_slope": 0.0, "lag_slope_ci": None}  # fmt: skip
+    return window, figures

@@ -215,4 +215,6 @@ def test_the_verdict_says_a_burst_of_lag_is_not_a_steady_one():
 
     assert _lag_words(BATCH_POINT) == "lag peaked at 22.78 s, with no lasting growth"
     assert _lag_words({"lag_slope": 0.0, "max_lag_seconds": 0.6}) == "lag held steady, at most 0.60 s"
-    assert _lag_words({"lag_slope": 0.05, "max_lag_seconds": 30.0}) == "lag grew 0.050 s per second, at most 30.00 s"
+    assert _lag_words({"lag_slope": 0.05, "max_lag_seconds": 30.0}) == (
+        "lag grew 0.050 s per second (about 3 s behind per minute), at most 30.00 s"
+    )

@@ -32,7 +32,7 @@ def make_run(tmp_path, point):
     lab = run_parts(shaping_manager(tmp_path))
     run = ScenarioRun(lab, load_text("name: life\n"), tmp_path, "name: life\n")
     restored = []
-    run.replicator = run.replicators["native"] = FakeReplicator(restored)
+    run.kinds.current = run.kinds.used["native"] = FakeReplicator(restored)
     run._run_point = point
     return run, lab, restored
 
@@ -121,7 +121,7 @@ def test_a_failed_hand_back_is_in_the_result_and_on_health_until_repaired(tmp_pa
     def restore():
         raise HandBackFailed("DTLE did not record the source's transactions within 300s", lambda: bool(fixed))
 
-    run.replicator.restore = restore
+    run.kinds.current.restore = restore
     run.start()
     run.wait(10)
     assert run.status == "failed"
@@ -173,7 +173,7 @@ def test_a_seeded_run_records_its_seed_seeds_the_links_while_it_runs_and_unseeds
     lab = run_parts(shaping_manager(tmp_path))
     lab.shaping.backend.seed_taken = True  # a kernel whose netem keeps a seed (Linux 6.6+)
     run = ScenarioRun(lab, load_text("name: seeded\nseed: 1234\n"), tmp_path, "", seed=None)
-    run.replicator = run.replicators["native"] = FakeReplicator([])
+    run.kinds.current = run.kinds.used["native"] = FakeReplicator([])
     run._run_point = point
     run.start()
     run.wait(10)
@@ -187,7 +187,7 @@ def test_a_seeded_run_records_its_seed_seeds_the_links_while_it_runs_and_unseeds
 def test_an_unseedable_host_says_so_and_random_draws_a_seed_that_is_recorded(tmp_path):
     lab = run_parts(shaping_manager(tmp_path))  # the dry run's tc prints nothing back: no seed kept
     run = ScenarioRun(lab, load_text("name: drawn\n"), tmp_path, "")
-    run.replicator = run.replicators["native"] = FakeReplicator([])
+    run.kinds.current = run.kinds.used["native"] = FakeReplicator([])
     run._run_point = lambda p: point_record()
     run.start()
     run.wait(10)

@@ -114,7 +114,7 @@ def test_a_ten_point_sweep_with_a_timeline_records_each_point_and_decides_once(l
     # The cleanup: nothing shaped or partitioned, the load ended, the replica put back, the feeds left.
     assert synthetic.shaping.desired.entries == {} and synthetic.shaping.desired.partitions == {}
     assert not synthetic.load.running
-    assert run.replicators["native"].restored == 1
+    assert run.kinds.used["native"].restored == 1
     assert synthetic.lag._subscribers == [] and synthetic.links._subscribers == []
 
 
@@ -146,7 +146,7 @@ def test_a_point_that_fails_fails_the_run_with_its_reason_and_the_cleanup_still_
     assert summary["status"] == "failed" and summary["outcome"]["verdict"] == run_outcome(summary).verdict
     assert report.splitlines()[0] == f"# sweep-at-virtual-time: {run_outcome(summary).verdict}"
     assert synthetic.shaping.desired.entries == {} and not synthetic.load.running
-    assert run.replicators["native"].restored == 1
+    assert run.kinds.used["native"].restored == 1
 
 
 class CancelAt(Events):

@@ -8,20 +8,58 @@ def test_time_units(text, seconds):
     assert parse_time("delay", text) == pytest.approx(seconds)
 
 
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("10m", 600), ("10min", 600), ("0.5min", 30), ("24h", 86400), ("2hours", 7200)]
+)
+def test_minutes_and_hours_as_pumba_and_tcconfig_take_them(text, seconds):
+    """#53: `--for 10m` and docs/scenarios.md's `load.duration: 24h` were refused. tcconfig's README lists
+    h/hour/hours and m/min/mins/minute/minutes; `m` never meets `ms`: the longest unit is matched."""
+    assert parse_time("duration", text) == seconds
+    assert parse_time("delay", "10ms") == 0.01
+    with pytest.raises(ParamError, match=r"'2m' is out of range 0ms..60s"):
+        parse_time("delay", "2m")  # a two-minute delay is a delay out of range, not 2 ms
+
+
 @pytest.mark.parametrize("bare", ["20", "0", " 100 ", 20, 0.5, 250])
 def test_a_bare_number_is_refused_naming_the_units(bare):
     """#36: `laglab fault kill mysql-source --for 20` restarted it after 20 us (tc's unit); `shape --delay
     100` was 0.1 ms. A time needs its unit wherever a person types one."""
     with pytest.raises(ParamError) as caught:
         parse_time("duration", bare)
-    assert "has no unit" in caught.value.message and "(units: us, ms, s)" in caught.value.message
+    assert "has no unit" in caught.value.message and "(units: us, ms, s, m, h)" in caught.value.message
 
 
 @pytest.mark.parametrize(
-    ("text", "bits"), [("2mbit", 2e6), ("256kbit", 256e3), ("1gbit", 1e9), ("100kbps", 800e3), ("8kbit", 8e3)]
-)
+    ("text", "bits"),
+    [
+        ("2mbit", 2e6), ("256kbit", 256e3), ("1gbit", 1e9), ("8kbit", 8e3), ("2Mbit", 2e6),  # tc's bits, any case
+        ("2Mbit/s", 2e6), ("512kbit/s", 512e3), ("1 Gbit/s", 1e9),  # as the report prints them
+        ("2Mbps", 2e6), ("100Kbps", 100e3), ("1Gbps", 1e9),  # tcconfig's `tcset eth0 --rate 100Kbps`: bits
+        ("2MB/s", 16e6), ("100kB/s", 800e3), ("2MBps", 16e6),  # a capital B: bytes
+    ],
+)  # fmt: skip
 def test_rate_units(text, bits):
     assert parse_rate("rate", text) == bits
+
+
+@pytest.mark.parametrize(
+    ("text", "as_bytes", "as_bits", "write"),
+    [
+        ("2mbps", "16 Mbit/s", "2 Mbit/s", "write 2Mbit/s or 2MB/s"),
+        ("100kbps", "800 kbit/s", "100 kbit/s", "write 100kbit/s or 100kB/s"),
+        ("10bps", "80 bit/s", "10 bit/s", "write 10bit/s or 10B/s"),
+        ("2MBPS", "16 Mbit/s", "2 Mbit/s", "write 2Mbit/s or 2MB/s"),
+    ],
+)
+def test_a_rate_that_reads_two_ways_is_refused_naming_both(text, as_bytes, as_bits, write):
+    """#53: `--rate 2Mbps` shaped a 16 Mbit/s link (tc(8): bps, kbps, mbps are bytes/s, compared without
+    case) where the customer's 2 Mbps is megabits (tcconfig: "[G/M/K bps]"; TLDP's tcng HOWTO, table 1).
+    tcconfig's capitalised Mbps now means megabits; tc's lowercase spelling is never guessed."""
+    with pytest.raises(ParamError) as caught:
+        parse_rate("rate", text)
+    message = caught.value.detail
+    assert f"tc takes {text[-4:] if text[-4] in 'kmgtKMGT' else text[-3:]} as bytes/s ({as_bytes})" in message, message
+    assert f"as bits/s ({as_bits})" in message and message.endswith(write), message
 
 
 def test_request_round_trip_in_tc_units():
@@ -37,10 +75,10 @@ def test_request_round_trip_in_tc_units():
     ("body", "field", "message"),
     [
         ({"delay": "61s"}, "delay", "'61s' is out of range 0ms..60s"),
-        ({"delay": "-1ms"}, "delay", "'-1ms' is not a time (units: us, ms, s)"),
+        ({"delay": "-1ms"}, "delay", "'-1ms' is not a time (units: us, ms, s, m, h)"),
         ({"loss": "101%"}, "loss", "'101%' is out of range 0%..100%"),
         ({"rate": "20gbit"}, "rate", "'20gbit' is out of range 8kbit..10gbit"),
-        ({"rate": 5}, "rate", "expected a rate like '2mbit', got 5"),
+        ({"rate": 5}, "rate", "expected a rate like '2Mbit/s', got 5"),
         ({"jitter": "5ms"}, "jitter", "needs a delay"),
         ({"delay": "1ms", "direction": "up"}, "direction", "'up' is not one of egress, ingress, both"),
         ({"delay": "1ms", "peer": "../etc"}, "peer", "'../etc' is not a service name"),

@@ -151,7 +151,7 @@ def test_a_failing_step_is_an_event_with_its_error(tmp_path):
     [
         ("{at: 70s, heal: all}", "timeline.0.at: 70s is not within the measured window (load.duration 60s)"),
         ("{at: 1s, heal: all, duration: 2s}", "timeline.0.duration: heal is not undone; leave duration out"),
-        ("{at: 1s, shaping: {service: a, delay: 5}}", "timeline.0.shaping.delay: 5 has no unit; write it like '5ms' (units: us, ms, s)"),
+        ("{at: 1s, shaping: {service: a, delay: 5}}", "timeline.0.shaping.delay: 5 has no unit; write it like '5ms' (units: us, ms, s, m, h)"),
         ("{at: 1s, every: 5s, duration: 6s, partition: {a: [x], b: [y]}}", "timeline.0.duration: must be shorter than every (one occurrence is undone before the next)"),
         ("{at: 1s, trace: {link: [a, b], file: ../../etc/passwd}}", "timeline.0.trace.file: '../../etc/passwd' must be a path under the scenarios folder"),
         ("{at: 1s}", "timeline.0: give exactly one of capture, clear, fault, heal, partition, shaping, trace (got none)"),

@@ -27,7 +27,7 @@ def test_rtt_is_split_half_each_way():
         ("delay,t\n", "the first column must be the time"),
         ("t,bandwidth\n0,1\n", "unknown column 'bandwidth'"),
         ("t,delay\n0,20ms\n0.05,30ms\n", "line 3: t must grow by at least 0.1s a row"),
-        ("t,delay\n0,2 hours\n", "line 2: delay: '2 hours' is not a time"),
+        ("t,delay\n0,2 fortnights\n", "line 2: delay: '2 fortnights' is not a time"),
         ("t,delay\nzero,2ms\n", "line 2: 'zero' is not a number of t"),
         ("t,delay\n0,1ms,3\n", "line 2: 3 cells for 2 columns"),
         ("t,rate\n0,3kbit\n", "line 2: rate: '3kbit' is out of range 8kbit..10gbit"),

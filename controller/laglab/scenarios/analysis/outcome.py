@@ -23,12 +23,21 @@ from typing import Literal
 Verdict = Literal["PASS", "FAIL", "NOT VALID", "NO CHECKS", "INTERRUPTED", "FAILED", "RUNNING", "PENDING"]
 
 
+PLAIN = ("PASS", "FAIL")  # what PASS and FAIL say unless the scenario words them (`verdict:`)
+
+
 @dataclass(frozen=True)
 class Outcome:
     verdict: Verdict
     reasons: list[str] = field(default_factory=list)  # why, in words; empty for PASS and NO CHECKS
     checks: int = 0  # assertions and a search's expectations judged
     failed: int = 0  # of them, those that did not hold
+    said: str = ""  # the verdict in the scenario's words (REPRODUCED for PASS in a ticket's); "" = verdict
+
+    @property
+    def words(self) -> str:
+        """What report.md's title, the CLI's closing line and the dashboard print."""
+        return self.said or self.verdict
 
     @property
     def held(self) -> bool:
@@ -42,13 +51,21 @@ class Outcome:
             "reasons": list(self.reasons),
             "checks": self.checks,
             "failed": self.failed,
+            "said": self.words,
         }
 
     @classmethod
     def from_json(cls, doc: dict) -> Outcome:
         return cls(
-            doc["verdict"], list(doc.get("reasons") or []), int(doc.get("checks") or 0), int(doc.get("failed") or 0)
-        )
+            doc["verdict"], list(doc.get("reasons") or []), int(doc.get("checks") or 0), int(doc.get("failed") or 0),
+            str(doc.get("said") or ""),
+        )  # fmt: skip
+
+    def worded(self, words: tuple[str, str]) -> Outcome:
+        """This outcome with PASS and FAIL said as the scenario says them; every other verdict as it is
+        (NOT VALID is never worded as a result: its checks mean nothing either way)."""
+        said = dict(zip(PLAIN, words, strict=True)).get(self.verdict, "")
+        return Outcome(self.verdict, self.reasons, self.checks, self.failed, said.upper() if said else "")
 
 
 def of_point(point: dict) -> Outcome:
@@ -93,8 +110,20 @@ def point_outcome(point: dict) -> Outcome:
     return Outcome.from_json(stored) if stored else of_point(point)
 
 
-def of_run(status: str, reason: str | None, points: list[dict], consistency: dict | None, knees: list[dict]) -> Outcome:
-    """A run's outcome from its status, its points' outcomes, the consistency check and a search's knees."""
+def of_run(
+    status: str,
+    reason: str | None,
+    points: list[dict],
+    consistency: dict | None,
+    knees: list[dict],
+    words: tuple[str, str] = PLAIN,
+) -> Outcome:
+    """A run's outcome from its status, its points' outcomes, the consistency check and a search's knees,
+    PASS and FAIL in the scenario's `words`."""
+    return _of_run(status, reason, points, consistency, knees).worded(words)
+
+
+def _of_run(status: str, reason: str | None, points: list[dict], consistency: dict | None, knees: list[dict]) -> Outcome:  # fmt: skip
     if status != "completed":
         return Outcome(status.upper(), [reason] if reason else [])  # type: ignore[arg-type]
     outcomes = [(p.get("point"), point_outcome(p)) for p in points]

@@ -39,6 +39,7 @@ class OutcomeRecord(BaseModel):
     reasons: list[str] = []
     checks: int = 0
     failed: int = 0
+    said: str | None = None  # the verdict in the scenario's words (`verdict:`); older summaries lack it
 
 
 class PointRecord(BaseModel):

@@ -112,7 +112,7 @@ def render(run: Path) -> Path:
     plan = json.loads((run / "scenario.json").read_text()).get("plan") if (run / "scenario.json").exists() else None
     lines = [
         f"# {summary['scenario']}: {verdict.word(summary)}",
-        *verdict.lines(summary, (plan or {}).get("scenario"), environment),
+        *verdict.lines(summary, (plan or {}).get("scenario"), environment, drawn[-1] if drawn else None),
         "",
         f"Run `{summary['id']}`, {summary.get('started')} → {summary.get('finished') or '...'}"
         + (" (quick)" if summary.get("quick") else "")
@@ -225,8 +225,8 @@ def render(run: Path) -> Path:
         )
     else:
         lines += ["**Differences:**", ""] + [f"- {d}" for d in consistency["differences"]]
-    if drawn:
-        lines += ["", "## Plots", ""] + [f"![{p}]({p})" for p in drawn]
+    if drawn[:-1]:  # the last (the lag over time) is on the first screen
+        lines += ["", "## Plots", ""] + [f"![{p}]({p})" for p in drawn[:-1]]
     lines += [
         "",
         "Files: `report.html` (this report as one page, plots inside: the file to attach to a ticket), "

@@ -16,12 +16,15 @@ from laglab.scenarios.report import words
 
 
 def word(summary: dict) -> str:
-    """PASS, FAIL, NOT VALID, NO CHECKS (exploratory) or the status of a run that did not finish: the
-    run's outcome as the controller decided it (outcome.py), never decided again here."""
-    return run_outcome(summary).verdict
+    """PASS and FAIL in the scenario's words (REPRODUCED, NOT REPRODUCED in a ticket's), NOT VALID, NO
+    CHECKS (exploratory) or the status of a run that did not finish: the run's outcome as the controller
+    decided it (outcome.py), never decided again here."""
+    return run_outcome(summary).words
 
 
-def lines(summary: dict, scenario: dict | None, environment: dict) -> list[str]:
+def lines(summary: dict, scenario: dict | None, environment: dict, plot: str | None = None) -> list[str]:
+    """The first screen: the verdict and why, the lag over time, what would keep up, the caveats, the
+    first plot, and what the scenario reproduces with its settings in words."""
     decided = run_outcome(summary)
     out = [""]
     checks = [(p["point"], a) for p in summary.get("points", []) for a in p.get("assertions", [])]
@@ -38,10 +41,10 @@ def lines(summary: dict, scenario: dict | None, environment: dict) -> list[str]:
             listed = "; ".join(f"point {n}: `{a['assertion']}`" for n, a in failed[:5])
             said.append(f"{len(failed)} of {len(checks)} checks failed ({listed})")
         said += others[:5]
-        out.append(f"**Verdict: FAIL.** {'; '.join(said)}.")
+        out.append(f"**Verdict: {decided.words}.** {'; '.join(said)}.")
     elif decided.verdict == "PASS":
         held = "The one check held" if decided.checks == 1 else f"All {decided.checks} checks held in every point"
-        out.append(f"**Verdict: PASS.** {held}.")
+        out.append(f"**Verdict: {decided.words}.** {held}.")
     elif decided.verdict == "NO CHECKS":
         out.append(
             "**Verdict: no checks.** The scenario states no assertions (an exploratory run): what was measured follows."
@@ -57,12 +60,21 @@ def lines(summary: dict, scenario: dict | None, environment: dict) -> list[str]:
                 else f"**Data differs** between source and target: {'; '.join(consistency.get('differences') or [])[:300]}"
             )
     bounds = {b.get("point"): b for b in summary.get("bottlenecks") or []}
+    onset = (scenario or {}).get("onset")
     for p in summary.get("points", []):
-        lag = _lag_words(p)
+        lag = _lag_words(p, onset)
         why = (bounds.get(p.get("point")) or {}).get("words")
         if lag or why:
             label = f"Point {p['point']}" + (f" ({words.params(p['params'])})" if p.get("params") else "")
             out.append(f"- {label}: {lag}" + (f" — {why}" if why else ""))
+    keep_up = remedies(summary.get("bottlenecks") or [])
+    if keep_up:
+        out += ["", "**What would keep up:** " + "; ".join(keep_up) + "."]
+    told = caveats(summary, scenario or {}, environment)
+    if told:
+        out += ["", "**Caveats:** " + " ".join(told)]
+    if plot:
+        out += ["", f"![{plot}]({plot})"]
     if scenario:
         if scenario.get("description"):
             out += ["", f"**Reproduces:** {scenario['description']}"]
@@ -72,12 +84,71 @@ def lines(summary: dict, scenario: dict | None, environment: dict) -> list[str]:
     return out
 
 
-def _lag_words(p: dict) -> str:
+def remedies(bounds: list[dict]) -> list[str]:
+    """What would let replication keep up, from each point's bottleneck model (analysis/bottleneck.py):
+    the link it needs where the link binds, bigger TCP buffers where they do, and how much room is left
+    where it keeps up; nothing is claimed where the model has no figures or the network is not the bound."""
+    out = []
+    for b in bounds:
+        predicted, label = b.get("predicted") or {}, f"point {b.get('point')}"
+        demand, capacity = predicted.get("demand_mbit"), predicted.get("capacity_mbit")
+        if b.get("bound") == "link" and demand and capacity and demand > capacity:
+            out.append(f"{label}: a link with at least {demand * 1.1:.3g} Mbit/s of goodput (the binlog needs "
+                       f"{demand:.3g} Mbit/s on the wire; this link measured {capacity:.3g}), or fewer bytes: "
+                       "compression (`replicator: {compression: zstd}`)")  # fmt: skip
+        elif b.get("bound") == "tcp buffers":
+            out.append(f"{label}: bigger TCP buffers (`tcp_buffers:`): one stream's window bounds it, not the link")
+        elif b.get("bound") == "load" and demand is not None and capacity:
+            out.append(f"{label}: it keeps up here: the binlog needs {demand:.3g} Mbit/s on the wire of this link's "
+                       f"{capacity:.3g} ({demand / capacity * 100:.0f} %); about {capacity / demand:.2g}x these writes "
+                       "would fill it")  # fmt: skip
+    return out
+
+
+def caveats(summary: dict, scenario: dict, environment: dict) -> list[str]:
+    """What the reader must know before acting on the verdict: a quick run, an onset the run did not
+    reach, servers other than the ticket's, a load that is not the customer's."""
+    out = []
+    load = scenario.get("load") or {}
+    ran = _seconds(load.get("duration"))
+    onset = _seconds(scenario.get("onset"))
+    if summary.get("quick"):
+        out.append(f"A quick run ({words.value('load.duration', load.get('duration'))} of load per point): it shows "
+                   "whether the symptom starts at once, not what builds up over a longer run.")  # fmt: skip
+    if onset is not None and ran is not None and ran < onset:
+        out.append(f"The ticket's symptom starts after {words.value('onset', scenario.get('onset'))}; this run's load "
+                   f"stopped after {words.value('load.duration', load.get('duration'))}, so it cannot show it: run it "
+                   "without --quick.")  # fmt: skip
+    for other in environment.get("servers_instead") or []:
+        what = "Debian's stand-in " if other.get("stand_in") else ""
+        out.append(f"Not the ticket's server: {other['service']} ran {other['ran']} ({what}{other.get('image') or '?'}) "
+                   f"in place of {other['asked']} (--on-lab-servers; docs/profiles.md says how to run the official "
+                   "image where it can be pulled).")  # fmt: skip
+    if load.get("tool") == "sysbench":
+        out.append("The load is sysbench at a steady rate, not the customer's own: `laglab profile` of their binlog "
+                   "replays its shape (`scenario new --profile`).")  # fmt: skip
+    return out
+
+
+def _seconds(raw) -> float | None:
+    if isinstance(raw, int | float):
+        return float(raw)
+    return words.seconds(raw) if isinstance(raw, str) else None
+
+
+def _lag_words(p: dict, onset=None) -> str:
+    """What the lag did, with a time scale a ticket can use: behind per minute, and at its onset. It grew
+    when its slope's interval lies above zero (the fit says so, not a fixed threshold), or without an
+    interval when the slope is over 0.01 s/s."""
     slope, top = p.get("lag_slope"), p.get("max_lag_seconds")
     if slope is None and top is None:
         return ""
-    if slope is not None and slope > 0.01:
-        trend = f"lag grew {slope:.3f} s per second"
+    interval = p.get("lag_slope_ci") or {}
+    grew = slope is not None and (interval.get("low", 0.0) > 0.0 if interval else slope > 0.01)
+    if grew:
+        trend = f"lag grew {slope:.3f} s per second (about {slope * 60:.3g} s behind per minute"
+        at = _seconds(onset)
+        trend += f", {slope * at:.3g} s after {words.value('onset', onset)})" if at else ")"
     elif slope is not None and top is not None and top >= 5.0:  # a burst (a large transaction, a fault), no trend
         return f"lag peaked at {top:.2f} s, with no lasting growth"
     elif slope is not None:
@@ -91,16 +162,23 @@ def settings(scenario: dict, environment: dict) -> str:
     """The scenario's link, load and replicator, and the servers, in a reader's words."""
     link, load = scenario.get("link") or {}, scenario.get("load") or {}
     parts = []
-    shaped = [f"RTT {link['rtt']}" if link.get("rtt") and link["rtt"] not in ("0ms", "0s") else ""]
-    shaped.append(f"rate {link['rate']}" if link.get("rate") else "")
+    shaped = [
+        f"RTT {words.value('link.rtt', link['rtt'])}" if link.get("rtt") and link["rtt"] not in ("0ms", "0s") else ""
+    ]
+    shaped.append(f"rate {words.value('link.rate', link['rate'])}" if link.get("rate") else "")
     shaped.append(f"loss {link['loss']}" if link.get("loss") and link["loss"] not in ("0%", "0.0%") else "")
-    shaped.append(f"jitter {link['jitter']}" if link.get("jitter") and link["jitter"] not in ("0ms", "0s") else "")
+    shaped.append(
+        f"jitter {words.value('link.jitter', link['jitter'])}"
+        if link.get("jitter") and link["jitter"] not in ("0ms", "0s")
+        else ""
+    )
     between = " ↔ ".join(link.get("between") or [])
     parts.append(f"link {between}: {', '.join(s for s in shaped if s) or 'unshaped'}")
     if load.get("tool") == "sysbench":
         rate = f"{load['rate']} TPS" if load.get("rate") else "as fast as it goes"
         parts.append(
-            f"load sysbench {load.get('script')} at {rate}, {load.get('threads')} threads, {load.get('duration')}"
+            f"load sysbench {load.get('script')} at {rate}, {load.get('threads')} threads, "
+            f"{words.value('load.duration', load.get('duration'))}"
         )
     elif load.get("tool") == "profile":
         speed = speed_words(float(load.get("speed") or 1))

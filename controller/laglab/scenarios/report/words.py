@@ -9,13 +9,40 @@ import re
 
 from laglab.load.replay import speed_words
 from laglab.replicators import KINDS
+from laglab.shaping.params import ParamError, format_words, parse_rate, parse_time
 
 # key -> how its value reads (a unit, or a function of the value)
 _UNITS = {"load.rate": "TPS", "load.threads": "threads", "load.duration": None, "cluster.delay": None}
+_SECONDS = ("load.duration", "onset", "warmup")  # stored in seconds (scenario.json): said as 20 s, 10 min, 2 h
 _NAMES = {"link.rtt": "RTT", "link.rate": "link", "link.loss": "loss", "link.jitter": "jitter", "load.rate": "",
           "load.threads": "", "replicator": "", "load": ""}  # fmt: skip
-_RATE = re.compile(r"^(\d+(?:\.\d+)?)(bit|kbit|mbit|gbit)$", re.I)
-_TIME = re.compile(r"^(\d+(?:\.\d+)?)(us|ms|s)$")
+_TIME = re.compile(r"^(\d+(?:\.\d+)?)(us|ms|s|min|m|h)$")
+_TIME_WORDS = {"m": "min"}  # `10m` reads `10 min` (a rate's `m` never reaches here: rates are parsed first)
+
+
+def _bits(raw: str) -> float | None:
+    """A rate as the scenario wrote it ('2mbit', '2Mbit/s', '2Mbps'), read by the one parser."""
+    try:
+        return parse_rate("rate", raw)
+    except ParamError:
+        return None
+
+
+def duration(seconds: float) -> str:
+    """`20 s`, `10 min`, `1.5 h`: a length of time as a reader says it."""
+    if seconds >= 3600:
+        return f"{seconds / 3600:.3g} h"
+    if seconds >= 60:
+        return f"{seconds / 60:.3g} min"
+    return f"{seconds:g} s"
+
+
+def seconds(raw: str) -> float | None:
+    """A time as the scenario wrote it ('10m', '250ms'), in seconds; None when it is not one."""
+    try:
+        return parse_time("time", raw, high=1e9)
+    except ParamError:
+        return None
 
 
 def value(key: str, raw) -> str:
@@ -24,14 +51,15 @@ def value(key: str, raw) -> str:
         return KINDS[raw["kind"]].describe(raw)
     if key == "load" and isinstance(raw, dict):
         return load(raw)
+    if key in _SECONDS and isinstance(raw, int | float) and not isinstance(raw, bool):
+        return duration(float(raw))
     if key in _UNITS and _UNITS[key] and isinstance(raw, int | float):
         return f"{raw:g} {_UNITS[key]}"
     if isinstance(raw, str):
-        if m := _RATE.match(raw):
-            unit = {"bit": "bit/s", "kbit": "kbit/s", "mbit": "Mbit/s", "gbit": "Gbit/s"}[m.group(2).lower()]
-            return f"{float(m.group(1)):g} {unit}"
+        if (bits := _bits(raw)) is not None:
+            return format_words(bits)
         if m := _TIME.match(raw):
-            return f"{float(m.group(1)):g} {m.group(2)}"
+            return f"{float(m.group(1)):g} {_TIME_WORDS.get(m.group(2), m.group(2))}"
     if isinstance(raw, bool):
         return "on" if raw else "off"
     return str(raw)
@@ -74,12 +102,10 @@ def number(key: str, raw) -> tuple[float, str] | None:
     if isinstance(raw, int | float):
         return float(raw), _UNITS.get(key) or ""
     if isinstance(raw, str):
-        if m := _RATE.match(raw):
-            scale = {"bit": 1e-6, "kbit": 1e-3, "mbit": 1.0, "gbit": 1e3}[m.group(2).lower()]
-            return float(m.group(1)) * scale, "Mbit/s"
-        if m := _TIME.match(raw):
-            scale = {"us": 1e-3, "ms": 1.0, "s": 1e3}[m.group(2)]
-            return float(m.group(1)) * scale, "ms"
+        if (bits := _bits(raw)) is not None:
+            return bits / 1e6, "Mbit/s"
+        if (secs := seconds(raw)) is not None:
+            return secs * 1e3, "ms"
     return None
 
 

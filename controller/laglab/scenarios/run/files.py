@@ -66,5 +66,8 @@ def summary_doc(run, consistency_report) -> dict:
     # What should bound each point, predicted, against what was measured (analysis/bottleneck.py).
     doc["bottlenecks"] = bottleneck.explain(doc, run.environment)
     # What the run came to, decided once (outcome.py): report.md, report.html and the CLI read it.
-    doc["outcome"] = outcome.of_run(run.status, run.reason, doc["points"], doc["consistency"], run.knees).as_json()
+    words = plan.scenario.verdict.words()
+    doc["outcome"] = outcome.of_run(
+        run.status, run.reason, doc["points"], doc["consistency"], run.knees, words
+    ).as_json()
     return RunRecord.model_validate(doc).as_json()  # exactly the declared record (analysis/record.py)

@@ -22,11 +22,12 @@ from laglab.measurement.results import Run
 from laglab.scenarios.analysis import summarise
 from laglab.scenarios.analysis.outcome import of_run
 from laglab.scenarios.analysis.record import PointRecord
-from laglab.scenarios.plan import Plan, Point, PointPlan, describe_point
+from laglab.scenarios.plan import Plan, Point, describe_point
 from laglab.scenarios.report import markdown as report
 from laglab.scenarios.run import files as run_files
 from laglab.scenarios.run import measure
 from laglab.scenarios.run.buffer_switch import BufferSwitch
+from laglab.scenarios.run.kinds import RunKinds
 from laglab.scenarios.run.orphan import RunMarker
 from laglab.scenarios.run.parts import Interrupted, RunClock, RunParts
 from laglab.scenarios.run.points import RunPoints
@@ -69,7 +70,9 @@ class RunStatus(enum.StrEnum):
 class ScenarioRun:
     """One run of a plan. `start()` runs it in a thread; `cancel()` interrupts it between steps."""
 
-    def __init__(self, parts: RunParts, plan: Plan, results_root, text: str, seed: int | None = None):
+    def __init__(
+        self, parts: RunParts, plan: Plan, results_root, text: str, seed: int | None = None, instead: list[dict] = ()
+    ):
         self.parts, self.plan = parts, plan
         self.clock = RunClock(parts.clock)  # every wait of the run, and its cancel token
         # The links' seed: asked (POST /api/runs's, else the scenario's) or drawn, and recorded either way.
@@ -80,6 +83,7 @@ class ScenarioRun:
         self.run = Run(results_root, plan.scenario.name, meta)
         self.id = self.run.path.name
         self.text = text
+        self._instead = list(instead)  # the pinned servers this run runs in place of (api/runs.py)
         self.status = RunStatus.PENDING
         self.reason: str | None = None
         self.point: Point | None = None  # the point being measured (a sweep point, or a search's probe)
@@ -97,8 +101,6 @@ class ScenarioRun:
         self._event_series = self.run.series("events.csv", EVENT_COLUMNS) if plan.scenario.timeline else None
         self._timeline: TimelineRun | None = None
         self._recording: PointRecording | None = None
-        self.replicators: dict = {}  # kind -> the replicator driving it, in the order first used
-        self.replicator = None  # the kind of the point running (or last run)
         self.identical: bool | None = None  # the consistency check's verdict, once it ran
         self.differences: list[str] = []  # and what it found different
         self.cleanup_errors: list[dict] = []  # {step, error, repair?}: a cleanup step that failed
@@ -106,6 +108,7 @@ class ScenarioRun:
         # On disk while the run changes the lab: the next start ends it if the controller dies (orphan.py).
         self._marker = RunMarker(parts.state_dir, self.id, self.run.path)
         self._buffers = BufferSwitch(parts.platform, parts.executor, self._marker)
+        self.kinds = RunKinds(parts.kinds, self._marker, self.clock)  # the replication kinds it uses
 
     # --- status ---
     def as_json(self) -> dict:
@@ -133,7 +136,9 @@ class ScenarioRun:
             "knees": self.knees,
             "seed": self.seed,
             # What the run came to, decided by outcome.py as summary.json's is (files.summary_doc).
-            "outcome": of_run(self.status, self.reason, points, consistency, self.knees).as_json(),
+            "outcome": of_run(
+                self.status, self.reason, points, consistency, self.knees, self.plan.scenario.verdict.words()
+            ).as_json(),
         }
 
     def start(self) -> None:
@@ -187,6 +192,7 @@ class ScenarioRun:
             self.environment = self.parts.describe()
             if self.plan.scenario.servers is not None:  # what it is about, beside what the servers said
                 self.environment["servers_asked"] = self.plan.scenario.servers.model_dump()
+                self.environment["servers_instead"] = list(self._instead)  # run on others: --on-lab-servers
             self.run.write_json("environment.json", self.environment)
             self._check("seeding the links")
             self.seed_note = self.parts.shaping.seed(self.seed)
@@ -201,7 +207,7 @@ class ScenarioRun:
                 self.summary.append(self._run_point(point))
                 self.run.write_json("summary.json", run_files.summary_doc(self, consistency_report))
             self._check("consistency check")
-            consistency_report = self._consistency()
+            consistency_report = self.kinds.consistency(self.parts.shaping.clear)
             self.identical = bool(consistency_report.get("identical"))
             self.differences = list(consistency_report.get("differences") or [])
             self._set_status(RunStatus.COMPLETED)
@@ -246,25 +252,10 @@ class ScenarioRun:
         ]
 
     # --- one point ---
-    def _replicator_for(self, plan: PointPlan):
-        """The point's kind; a change of kind restores the previous one first (DTLE hands back to native)."""
-        kind = plan.replicator.kind
-        if self.replicator is not None and self.replicator.kind != kind:
-            self._check(f"restoring {self.replicator.kind}")
-            self.replicator.restore()
-        if kind not in self.replicators:
-            self._marker.kind_used(kind)
-            self.replicators[kind] = self.parts.kinds(kind)
-            self.replicator = self.replicators[kind]
-            self._check(f"preparing data for {kind}")
-            self.replicator.prepare(plan.data, sleep=self._sleep)
-        self.replicator = self.replicators[kind]
-        return self.replicator
-
     def _run_point(self, point: Point) -> PointRecord:
         plan = point.plan()  # from here on, the plan alone: nothing reads the scenario again
         shaping = self.parts.shaping
-        replicator = self._replicator_for(plan)
+        replicator = self.kinds.for_point(plan, self._check)
         self._check("clearing shaping")
         shaping.clear()
         self._check(f"applying {replicator.kind}")
@@ -334,27 +325,12 @@ class ScenarioRun:
             self._recording.watch_catch_up(event)
 
     # --- after the last point, and always ---
-    def _consistency(self) -> dict:
-        """Each thing the run's kinds replicate into is compared once, the current kind first (DTLE hands
-        back to native before native's check)."""
-        ordered = [self.replicator] + [r for r in self.replicators.values() if r is not self.replicator]
-        if any(r is not None and r.checks_unshaped for r in ordered):
-            self.parts.shaping.clear()
-        reports, scopes = [], set()
-        for replicator in ordered:
-            if replicator is None or replicator.consistency_scope in scopes:
-                continue
-            scopes.add(replicator.consistency_scope)
-            reports.append(replicator.consistency(sleep=self._sleep))
-        return summarise.merge_consistency(reports)
-
     def _cleanup(self) -> None:
         def unseed() -> None:  # the links draw from the host's randomness again
             self.parts.shaping.seed(None)
 
         steps = [self._stop_timeline, self._stop_load, self.parts.shaping.clear, unseed, self._buffers.restore]
-        ordered = [self.replicator] + [r for r in self.replicators.values() if r is not self.replicator]
-        steps += [r.restore for r in ordered if r is not None]
+        steps += [r.restore for r in self.kinds.ordered()]
         for step in steps:
             try:
                 step()
@@ -385,7 +361,7 @@ class ScenarioRun:
         replication back (the check needs the lab's default replication running)."""
         self.step = "consistency check (after the failure)"
         try:
-            report = self._consistency()
+            report = self.kinds.consistency(self.parts.shaping.clear)
         except Exception as error:
             log.error("consistency check after the failure of %s: %s", self.id, error)
             self.reason = f"{self.reason}; consistency check: {type(error).__name__}: {error}"

@@ -28,7 +28,9 @@ def Seconds(high: float):
         if isinstance(bare, str) and re.fullmatch(r"[\d.]+", bare):
             bare = float(bare)
         if isinstance(bare, (int, float)) and not isinstance(bare, bool):
-            raise ValueError(f"{value!r} has no unit; write it like '{bare:g}s' or '{bare:g}ms' (units: us, ms, s)")
+            raise ValueError(
+                f"{value!r} has no unit; write it like '{bare:g}s' or '{bare:g}ms' (units: us, ms, s, m, h)"
+            )
         try:
             return parse_time(info.field_name, value, high=high)
         except ParamError as error:

@@ -477,10 +477,29 @@ class Servers(Section):
         return self
 
 
+WORD = r"^[A-Za-z][A-Za-z -]{0,39}$"
+
+
+class VerdictWords(Section):
+    """What the outcome means for this scenario, in its words: a ticket's check holding means the
+    symptom reproduced, not that replication is fine. report.md's title, `laglab run`'s closing line and
+    the dashboard print them in capitals; NOT VALID, INTERRUPTED and FAILED are never reworded."""
+
+    model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_by_alias=True, serialize_by_alias=True)
+
+    held: str = Field("PASS", alias="pass", pattern=WORD, description="said when every check held, e.g. `reproduced`")  # fmt: skip
+    failed: str = Field("FAIL", alias="fail", pattern=WORD, description="said when a check did not hold, e.g. `not reproduced`")  # fmt: skip
+
+    def words(self) -> tuple[str, str]:
+        return self.held, self.failed
+
+
 class Scenario(Section):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$", description="the results folder's suffix: lower case, digits, -")  # fmt: skip
     description: str = Field("", description="the ticket and its symptom: report.md's first paragraph")
     expected: str = Field("", max_length=2000, description="what a user should see when it reproduces (the outcome in words), or `exploratory: ...`; report.md and `laglab scenario list` show it")  # fmt: skip
+    onset: Seconds(86400.0) | None = Field(None, description="when the ticket says the symptom starts (`10m`): a run whose load stops before it cannot show it, and the report says so")  # fmt: skip
+    verdict: VerdictWords = Field(VerdictWords(), description="the outcome in the ticket's words: `{pass: reproduced, fail: not reproduced}` (`scenario new` writes it)")  # fmt: skip
     replicator: Replicator = Replicator()
     data: Data = Data()
     link: Link = Link()

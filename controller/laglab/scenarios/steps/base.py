@@ -65,7 +65,7 @@ def no_bare_times(body: dict) -> None:
         if (isinstance(value, (int, float)) and not isinstance(value, bool)) or (
             isinstance(value, str) and re.fullmatch(r"\s*[\d.]+\s*", value)
         ):
-            raise ValueError(f"{key}: {value!r} has no unit; write it like '{value}ms' (units: us, ms, s)")
+            raise ValueError(f"{key}: {value!r} has no unit; write it like '{value}ms' (units: us, ms, s, m, h)")
 
 
 def now() -> float:
