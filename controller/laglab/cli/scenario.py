@@ -140,7 +140,8 @@ def new(name, rtt, rate, loss, write_rate, threads, profile_file, onset, duratio
 def _past(onset: str) -> str:
     """Long enough to pass the onset and see what follows it: half as long again, at least a minute more."""
     seconds = parse_time("onset", onset, high=86400.0)
-    return format_time(seconds + max(seconds / 2, 60.0))
+    total = seconds + max(seconds / 2, 60.0)
+    return f"{total / 60:g}m" if total % 60 == 0 else format_time(total)
 
 
 def _under_scenarios(file: str) -> str:

@@ -68,7 +68,7 @@ TICKET_REPORT = [
     r"^\*\*Verdict: (REPRODUCED|NOT REPRODUCED|NOT VALID)\.\*\*",
     r"A quick run \(20 s of load per point\)",
     r"starts after 10 min; this run's load stopped after 20 s",
-    r"Not the ticket's server: mysql-source ran 9\.7\.\S+ \(Debian's stand-in laglab/mysql:9\.7-debian\) in place of mysql:8\.0\.32",
+    r"Not the ticket's server: mysql-source and mysql-target ran 9\.7\.\S+ \(Debian's stand-in laglab/mysql:9\.7-debian\) in place of mysql:8\.0\.32",
     r"^!\[lag\.png\]\(lag\.png\)$",
     r"RTT 180 ms, rate 2 Mbit/s",
 ]

@@ -98,7 +98,11 @@ def test_rate_is_measured_with_iperf3(api):
 
 def test_bad_input_is_refused_and_nothing_is_applied(api, backend):
     cases = [
-        ({"delay": "fast"}, 400, "delay: 'fast' is not a time with its unit, like '20s' or '125ms' (units: us, ms, s, m, h)"),
+        (
+            {"delay": "fast"},
+            400,
+            "delay: 'fast' is not a time with its unit, like '20s' or '125ms' (units: us, ms, s, m, h)",
+        ),
         # well-formed but out of range: 422 (400 is for what the OpenAPI document already refuses)
         ({"loss": "120%"}, 422, "loss: '120%' is out of range 0%..100%"),
         ({"rate": "1bit"}, 422, "rate: '1bit' is out of range 8kbit..10gbit"),

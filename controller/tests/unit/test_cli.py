@@ -362,7 +362,7 @@ def test_a_tickets_onset_runs_the_load_past_it_and_the_file_is_the_users(tmp_pat
     assert result.output.startswith("wrote scenarios/tickets/t.yaml: rtt 180ms, rate 2Mbps, the replay of ")
     point = load_file(scenarios / "tickets" / "t.yaml").points[0]
     s = point.scenario
-    assert (s.onset, s.load.duration, s.load.tool, s.link.rate_bits) == (600.0, 900.0, "profile", 2e6)
+    assert (s.onset, s.load.duration, s.load.tool, s.link.rate_bits) == (600.0, 900.0, "profile", 2e6)  # 15m
     # named as the controller reads it (under its scenarios folder), and read from there
     assert s.load.file == "profiles/batch.json" and point.plan().load.profile is not None
     assert "scenarios/tickets/" in (ROOT / ".gitignore").read_text().split()

@@ -208,7 +208,7 @@ def test_a_report_opens_with_the_verdict_the_ticket_and_the_settings(tmp_path):
     assert "**Reproduces:** Ticket 4711: RTT 180 ms, 2 Mbit/s, lag grows after 10 minutes" in text
     assert (
         "**Settings:** link mysql-source ↔ mysql-target: RTT 180 ms, rate 2 Mbit/s; load sysbench oltp_write_only at "
-        "150 TPS, 8 threads, 60 s; replication native; servers mysql-source 9.7.4, mysql-target 9.7.4." in text
+        "150 TPS, 8 threads, 1 min; replication native; servers mysql-source 9.7.4, mysql-target 9.7.4." in text
     )
     summary["status"], summary["reason"] = "interrupted", "the controller stopped during the run"
     (run / "summary.json").write_text(json.dumps(summary))

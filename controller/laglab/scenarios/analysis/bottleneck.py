@@ -141,8 +141,10 @@ def asynchronous(p: dict, wmem: int, factor: float | None, tolerance: Tolerance)
     bound = "link" if demand >= SATURATED * capacity_mbit or (full and slope > predicted) else "load"
     if "TCP" in what and bound == "link":
         bound = "tcp buffers"
-    factor_words = f" x {wire:g} on the wire" if factor is not None else " (wire factor unmeasured: 1 assumed)"
-    need = f"the binlog needs {_mbit(binlog)}{factor_words} = {_mbit(demand)} of {what}, {_mbit(capacity_mbit)}"
+    on_wire = (f", {_mbit(demand)} on the wire (x {wire:g}, measured at the lighter points)" if factor is not None
+               else " (on the wire about as much: not measured here)")  # fmt: skip
+    need = (f"the writes make {_mbit(binlog)} of binlog{on_wire}, {demand / capacity_mbit * 100:.0f} % of "
+            f"{what}, {_mbit(capacity_mbit)}")  # fmt: skip
     figures = f"lag slope predicted {predicted:.3f}, measured {slope:.3f} s/s"
     if close:
         agrees = True

@@ -119,11 +119,14 @@ def caveats(summary: dict, scenario: dict, environment: dict) -> list[str]:
         out.append(f"The ticket's symptom starts after {words.value('onset', scenario.get('onset'))}; this run's load "
                    f"stopped after {words.value('load.duration', load.get('duration'))}, so it cannot show it: run it "
                    "without --quick.")  # fmt: skip
+    stood_in: dict[tuple, list[str]] = {}  # the same server for both roles is said once
     for other in environment.get("servers_instead") or []:
-        what = "Debian's stand-in " if other.get("stand_in") else ""
-        out.append(f"Not the ticket's server: {other['service']} ran {other['ran']} ({what}{other.get('image') or '?'}) "
-                   f"in place of {other['asked']} (--on-lab-servers; docs/profiles.md says how to run the official "
-                   "image where it can be pulled).")  # fmt: skip
+        key = (other["ran"], other.get("image") or "?", bool(other.get("stand_in")), other["asked"])
+        stood_in.setdefault(key, []).append(other["service"])
+    for (ran, image, stand_in, asked), services in stood_in.items():
+        what = "Debian's stand-in " if stand_in else ""
+        out.append(f"Not the ticket's server: {' and '.join(services)} ran {ran} ({what}{image}) in place of {asked} "
+                   "(--on-lab-servers; docs/profiles.md says how to run the official image where it can be pulled).")  # fmt: skip
     if load.get("tool") == "sysbench":
         out.append("The load is sysbench at a steady rate, not the customer's own: `laglab profile` of their binlog "
                    "replays its shape (`scenario new --profile`).")  # fmt: skip

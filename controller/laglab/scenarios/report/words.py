@@ -51,8 +51,10 @@ def value(key: str, raw) -> str:
         return KINDS[raw["kind"]].describe(raw)
     if key == "load" and isinstance(raw, dict):
         return load(raw)
-    if key in _SECONDS and isinstance(raw, int | float) and not isinstance(raw, bool):
-        return duration(float(raw))
+    if key in _SECONDS and not isinstance(raw, bool):
+        secs = float(raw) if isinstance(raw, int | float) else seconds(raw) if isinstance(raw, str) else None
+        if secs is not None:
+            return duration(secs)
     if key in _UNITS and _UNITS[key] and isinstance(raw, int | float):
         return f"{raw:g} {_UNITS[key]}"
     if isinstance(raw, str):
