@@ -26,7 +26,7 @@ def scenario() -> None:
 
     \b
     Examples:
-      laglab scenario new ticket-4711 --rtt 180ms --rate 2mbit --write-rate 150 --threads 8
+      laglab scenario new ticket-4711 --rtt 180ms --rate 2Mbit/s --write-rate 150 --threads 8 --onset 10m
       laglab scenario list
     """
 

@@ -33,7 +33,8 @@ PRINTS = {
     r"^\./laglab run \S+ --quick": r"^completed - report: results/\S+/report\.md",
     r"^\./laglab partition ": r"^partition p\d+: ",
     r"^\./laglab heal\b": r"^healed ",
-    r"^\./laglab scenario new ": r"^wrote scenarios/tickets/ticket-4711\.yaml: .*, pinned to mysql:8\.0\.32$",
+    r"^\./laglab scenario new .*--server mysql:8\.0\.32": r"^wrote scenarios/tickets/ticket-4711\.yaml: .*, pinned to mysql:8\.0\.32$",
+    r"^\./laglab scenario new ": r"^wrote scenarios/tickets/ticket-4711\.yaml: ",
     r"^\./laglab dashboard$": r"^http://\S+/#token=\w+$",
     r"^\./laglab lag$": r"^\S+\s+mysql-target\s.*\bok$",
     r"^\./laglab (shape|preset \S+) .*(--peer|--link)": r"^\S+: .* to \S+( on ports \S+)? \(egress\)",
@@ -53,7 +54,8 @@ PRINTS = {
     r"^\./laglab runs$": r"^id\s+status\s+points",
     r"^\./laglab runs stop": r"^stopping run \S+: ",
     r"^\./laglab report ": r"^report: \S+/report\.md$",
-    r"^\./laglab scenario list": r"^scenarios/customer-example-rtt180-2mbit\.yaml\s+1\s+Ticket",
+    r"^\./laglab scenario list$": r"^scenarios/customer-example-rtt180-2mbit\.yaml\s+1\s+Ticket",
+    r"^\./laglab scenario list -o json$": r'^      "file": "scenarios/customer-example-rtt180-2mbit\.yaml",$',
     r"^\./laglab reset$": r"(?s)^load: .*^faults: .*^partitions: healed$.*^shaping: cleared$",
 }
 PAGES = sorted({e.page for e in RUNS_HERE}, key=lambda p: (p != "README.md", p))
