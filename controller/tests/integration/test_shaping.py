@@ -8,6 +8,7 @@ import datetime
 import re
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -169,9 +170,21 @@ def kernel_of(api, service):
     return api.get(f"/api/shaping/{service}").json()["kernel"][service]
 
 
-def worker_processes() -> int:
-    out = subprocess.run(["pgrep", "-fc", "laglab.shaping.nfqueue"], capture_output=True, text=True, check=False).stdout
-    return int(out.strip() or 0)
+def worker_processes(settings) -> int:
+    """This lab's userspace workers: nfqueue processes in its controller container's cgroup (the controller
+    has `pid: host`, so pgrep sees every lab's: make test runs a second lab whose shaping has its own)."""
+    container = f"{settings.COMPOSE_PROJECT_NAME}-controller-1"
+    found = subprocess.run(["docker", "inspect", "-f", "{{.Id}}", container], capture_output=True, text=True)
+    if found.returncode != 0:
+        return 0  # no controller: no worker of it
+    out = subprocess.run(["pgrep", "-f", "laglab.shaping.nfqueue"], capture_output=True, text=True, check=False).stdout
+    ours = 0
+    for pid in out.split():
+        try:
+            ours += found.stdout.strip() in Path(f"/proc/{pid}/cgroup").read_text()
+        except OSError:  # ended meanwhile
+            continue
+    return ours
 
 
 def test_restarted_container_gets_its_shaping_back_within_2s(api, compose, settings, userspace):
@@ -215,7 +228,7 @@ def test_controller_kill_9_leaves_traffic_flowing_and_a_restart_exactly_the_desi
     assert put(api, "mysql-source", {"delay": "30ms", "peer": "mysql-target"}).status_code == 200
     assert put(api, "loadgen", {"delay": "20ms", "rate": "50mbit"}).status_code == 200
     before = {s: kernel_of(api, s) for s in ("mysql-target", "mysql-source", "loadgen")}
-    assert worker_processes() == 2  # mysql-target (from source and loadgen) and mysql-source (from loadgen)
+    assert worker_processes(settings) == 2  # mysql-target (from source and loadgen) and mysql-source (from loadgen)
     chain_before = bridge_chain(settings)
     assert len(chain_before["rules"]) >= 3 and chain_before["hooks"] == 1, chain_before
     compose("kill", "-s", "KILL", "controller")
@@ -232,7 +245,7 @@ def test_controller_kill_9_leaves_traffic_flowing_and_a_restart_exactly_the_desi
         assert kernel["hooks"] == before[service]["hooks"] == 1, service  # one hook into the chain, never two
         assert [q["kind"] for q in kernel["qdiscs"]] == [q["kind"] for q in before[service]["qdiscs"]], service
         assert (kernel["worker"] is None) == (before[service]["worker"] is None), service
-    assert worker_processes() == 2
+    assert worker_processes(settings) == 2
     assert bridge_chain(settings) == chain_before  # reconciled: the same rules, one hook, nothing twice
     rtt = verify(api, "mysql-source", "mysql-target", count=20, seconds=1)["measured"]["rtt"]
     assert 29 <= rtt["median_ms"] <= 33
@@ -303,7 +316,7 @@ def test_normal_stop_clears_the_kernel_and_start_restores_it(api, compose, setti
         assert bridge_chain(settings) == {"rules": [], "hooks": 0}, "a normal stop clears what the controller applied"
         counting = subprocess.run(["iptables", "-t", "mangle", "-S"], capture_output=True, text=True, check=True).stdout
         assert counters.chain_name(settings.COMPOSE_PROJECT_NAME) not in counting, "and the link counters' chains"
-        assert worker_processes() == 0
+        assert worker_processes(settings) == 0
     finally:
         compose("up", "-d", "--wait", "controller", timeout=180)
     wait_until(lambda: len(chain_rules()) == 1, 10, 0.2, "saved shaping re-applied at start")
