@@ -28,6 +28,8 @@ def _limit(name: str, value: int, unit: str, what: str) -> int:
 BODY_BYTES = _limit("body", 1 << 20, "bytes", "a request body (413 over it; waitress refuses it at the socket too)")
 SCENARIO_BYTES = _limit("scenario", 256 << 10, "bytes", "a scenario's YAML text (POST /api/runs `scenario`)")
 YAML_NODES = _limit("yaml_nodes", 20_000, "nodes", "values in a scenario once its aliases are expanded")
+YAML_DEPTH = _limit("yaml_depth", 64, "levels", "nesting of a scenario's YAML, aliases and merge keys followed")
+JSON_DEPTH = _limit("json_depth", 64, "levels", "nesting of a request's JSON body")
 POINTS = _limit("points", 1_000, "points", "points one run may measure: the sweep's product times a search's probes")
 TIMELINE_EVENTS = _limit(
     "timeline_events", 10_000, "changes", "changes one point's timeline schedules (repeats and trace rows counted)"

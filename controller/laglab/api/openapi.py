@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from flask import Blueprint, request
 from pydantic import BaseModel, ValidationError
 
+from laglab import limits
 from laglab.api.models import PATTERN_MESSAGES, Error
 from laglab.errors import ApiError, bad_request
 from laglab.limits import LIMITS
@@ -65,7 +66,14 @@ def operation(bp: Blueprint, method: str, rule: str, summary: str, **kwargs):
             if op.query is not None:
                 path_values["query"] = validate(op.query, request.args.to_dict())
             if op.body is not None:
-                data = request.get_json(silent=True)
+                try:
+                    data = request.get_json(silent=True)
+                except RecursionError:  # 100,000 `[`: json.loads recursed out (HTTP 500 before, #54)
+                    raise bad_request(
+                        "body", f"nested deeper than {limits.JSON_DEPTH} levels (limit json_depth)"
+                    ) from None
+                if data is not None and json_depth(data) > limits.JSON_DEPTH:
+                    raise bad_request("body", f"nested deeper than {limits.JSON_DEPTH} levels (limit json_depth)")
                 if not isinstance(data, dict):
                     raise bad_request("body", "expected a JSON object (Content-Type: application/json)")
                 path_values["body"] = validate(op.body, data)
@@ -75,6 +83,19 @@ def operation(bp: Blueprint, method: str, rule: str, summary: str, **kwargs):
         return view
 
     return wrap
+
+
+def json_depth(data) -> int:
+    """How deep a parsed JSON value nests (iterative: the value may be as deep as the parser allowed)."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        value, level = stack.pop()
+        deepest = max(deepest, level)
+        if isinstance(value, dict):
+            stack.extend((v, level + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, level + 1) for v in value)
+    return deepest
 
 
 def validate(model: type[BaseModel], data: dict):

@@ -10,7 +10,6 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 from pydantic import (
     Field,
     ValidationError,
@@ -20,6 +19,7 @@ from laglab import limits
 from laglab.load.generator import Profile
 from laglab.replicators import KINDS
 from laglab.replicators.base import ClusterPlan, ReplicatorPlan
+from laglab.scenarios.schema import yaml_text
 from laglab.scenarios.schema.fields import Section
 from laglab.scenarios.schema.scenario import SWEEPABLE, Assertion, Scenario, ScenarioError, Search, Verify
 from laglab.scenarios.schema.timeline import Step
@@ -233,9 +233,9 @@ def load_text(text: str, quick: bool = False, source: str = "scenario", base_dir
     if len(text.encode()) > limits.SCENARIO_BYTES:
         raise ScenarioError(source, f"is {len(text.encode())} bytes; at most {limits.SCENARIO_BYTES} (limit scenario)")
     try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise ScenarioError(source, f"not valid YAML: {error}") from None
+        raw = yaml_text.parse(text)  # measured before it is built (#54: merge keys expanded to an OOM)
+    except yaml_text.YamlRefused as error:
+        raise ScenarioError(source, str(error)) from None
     if not isinstance(raw, dict):
         raise ScenarioError(source, "must be a mapping of keys")
     _check_size(raw, source)

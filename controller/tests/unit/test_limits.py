@@ -61,6 +61,76 @@ def test_an_alias_bomb_is_refused_by_its_expanded_size():
     assert f"more than {limits.YAML_NODES} values" in error.message
 
 
+def merge_bomb(mappings: int) -> str:
+    """#54's request: each mapping merges the one before (`<<: *m(k-1)`) and the document names them all,
+    so what PyYAML builds grows with the square of the text: 3200 of them (247 KB) expanded to about 48
+    million keys inside yaml.safe_load and the controller was OOM-killed in 26 s."""
+    lines = ["name: x", "m0: &m0 {a0: 1, b0: 2, c0: 3, d0: 4}"]
+    lines += [f"m{k}: &m{k} {{<<: *m{k - 1}, a{k}: 1, b{k}: 2, c{k}: 3, d{k}: 4}}" for k in range(1, mappings)]
+    return "\n".join(lines) + "\n"
+
+
+def test_a_merge_key_bomb_is_refused_before_it_is_built():
+    text = merge_bomb(3200)
+    assert 200_000 < len(text) < limits.SCENARIO_BYTES
+    error = refused(text)  # within 5 CPU seconds, and nothing built (tracemalloc below)
+    assert error.message == f"nested deeper than {limits.YAML_DEPTH} levels (limit yaml_depth)"  # 3200 merges deep
+    # The same growth kept shallow: each level merges four copies of the one before (4^12 keys).
+    wide = ["name: x", "l0: &l0 {a: 1, b: 2}"] + [f"l{k}: &l{k} {{<<: [*l{k - 1}, *l{k - 1}, *l{k - 1}, *l{k - 1}], k{k}: 1}}"
+                                                 for k in range(1, 13)]  # fmt: skip
+    assert refused("\n".join(wide) + "\n").message == (
+        f"holds more than {limits.YAML_NODES} values once its aliases are expanded"
+    )
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        refused(text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 << 20, f"{peak / 2**20:.0f} MiB to refuse it: its expansion was built"
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("name: x\nnested: " + "[" * 1000 + "]" * 1000 + "\n", f"nested deeper than {limits.YAML_DEPTH} levels"),
+        ("name: x\nnested: " + "[" * 100 + "]" * 100 + "\n", f"nested deeper than {limits.YAML_DEPTH} levels"),
+        ("name: x\nloop: &a [1, *a]\n", "an alias names a node that holds it"),
+        (
+            "".join(f"m{k}: &m{k} {{<<: *m{k - 1}}}\n" if k else "m0: &m0 {a: 1}\n" for k in range(200)) + "name: x\n",
+            f"nested deeper than {limits.YAML_DEPTH} levels",
+        ),
+    ],
+    ids=["1000 deep (RecursionError before: HTTP 500)", "100 deep", "an alias inside itself", "a chain of 200 merges"],
+)
+def test_yaml_nested_or_aliased_too_deep_is_refused_by_name(text, said):
+    """#54: YAML nested 1000 deep answered HTTP 500 (RecursionError) for POST /api/runs, and one such
+    file in scenarios/ broke GET /api/scenarios for every scenario; a merge chain recursed in PyYAML's
+    flatten_mapping. Each is refused naming what, before anything is built."""
+    assert refused(text).message.startswith(said)
+
+
+def test_what_is_within_the_limits_reads_as_yaml_safe_load_reads_it():
+    import yaml
+
+    from laglab.scenarios.schema import yaml_text
+
+    text = "a: &a {x: 1, y: [1, 2]}\nb: {<<: *a, y: [3]}\nc: [*a, *a]\nd: !!str 5\ne: 2026-12-07\n"
+    assert yaml_text.parse(text) == yaml.safe_load(text)
+    assert yaml_text.parse("") is None and yaml_text.parse("# nothing\n") is None
+
+
+def test_json_nested_too_deep_is_a_400_naming_the_limit(client):
+    """#54: a JSON body 100,000 levels deep answered HTTP 500 (RecursionError in json.loads)."""
+    for body in ("[" * 100_000 + "]" * 100_000, '{"a": ' * 100 + "1" + "}" * 100):
+        answer = client.put("/api/shaping/mysql-target", data=body, content_type="application/json")
+        assert answer.status_code == 400, answer.get_data(as_text=True)[:300]
+        assert answer.get_json() == {"error": f"body: nested deeper than {limits.JSON_DEPTH} levels (limit json_depth)",
+                                     "status": 400}  # fmt: skip
+
+
 def test_a_scenario_over_its_size_is_refused():
     error = refused("name: x\ndescription: '" + "x" * limits.SCENARIO_BYTES + "'\n")
     assert f"at most {limits.SCENARIO_BYTES}" in error.message

@@ -59,3 +59,38 @@ def test_a_file_is_read_by_its_ending(tmp_path):
     (tmp_path / "t.csv").write_text("t,delay\n0,5ms\n")
     assert trace.read(tmp_path / "cell.down")[0] == [(0.0, {"rate": "24kbit"})]
     assert trace.read(tmp_path / "t.csv")[0] == [(0.0, {"delay": "5ms"})]
+
+
+@pytest.mark.parametrize(
+    ("bin_seconds", "said"),
+    [(0.0, "bin: at least 100ms"), (1e-6, "bin: at least 100ms"), (0.001, "bin: at least 100ms")],
+    ids=["0 s (ZeroDivisionError: HTTP 500 before)", "1 us ([0] * 6*10^7 before)", "1 ms (1000 changes a second)"],
+)
+def test_a_mahimahi_bin_too_small_is_refused_by_name(bin_seconds, said):
+    """#54: `bin: 0s` was an HTTP 500, and the same file in scenarios/ broke GET /api/scenarios for every
+    scenario; `1us` allocated a list of 6*10^7 counts; `1ms` was accepted as 1000 shaping changes a second."""
+    with pytest.raises(trace.TraceError, match=f"^{said}"):
+        trace.parse_mahimahi("0\n5\n60000\n", bin_seconds)
+
+
+def test_a_mahimahi_trace_of_more_bins_than_a_timeline_may_hold_is_refused_before_counting():
+    from laglab import limits
+
+    far = (limits.TIMELINE_EVENTS + 1) * 1000  # ms: one more one-second bin than the limit
+    with pytest.raises(trace.TraceError, match=r"bins of 1 s: at most \d+ \(limit timeline_events\)"):
+        trace.parse_mahimahi(f"0\n{far}\n", 1.0)
+
+
+def test_a_scenario_with_a_zero_bin_is_a_scenario_error(tmp_path):
+    from laglab.scenarios.plan import load_text
+    from laglab.scenarios.schema.scenario import ScenarioError
+
+    (tmp_path / "t.trace").write_text("0\n5\n2000\n")
+    text = ("name: x\nload: {duration: 10s}\ntimeline:\n  - {at: 1s, trace: {link: [mysql-source, mysql-target], "
+            "file: t.trace, format: mahimahi, bin: 0s}}\n")  # fmt: skip
+    with pytest.raises(ScenarioError) as caught:
+        load_text(text, base_dir=tmp_path)
+    assert (caught.value.path, caught.value.message) == (
+        "timeline.0.trace.bin",
+        "at least 100ms (a shaping change 10 times a second at most)",
+    ), caught.value

@@ -21,6 +21,7 @@ import math
 import re
 from pathlib import Path
 
+from laglab import limits
 from laglab.shaping.params import ParamError, format_rate, parse_percent, parse_rate, parse_time
 
 MTU_BITS = 1500 * 8
@@ -122,6 +123,9 @@ def normalise(row: dict) -> dict:
     return body
 
 
+MIN_BIN = 0.1  # seconds: a Mahimahi trace read as a rate per bin changes the shaping once a bin
+
+
 def parse_mahimahi(text: str, bin_seconds: float = 1.0) -> tuple[list[tuple[float, dict]], float]:
     stamps = []
     for line, raw in enumerate(text.splitlines(), start=1):
@@ -137,7 +141,13 @@ def parse_mahimahi(text: str, bin_seconds: float = 1.0) -> tuple[list[tuple[floa
         raise TraceError("no delivery opportunities")
     if stamps != sorted(stamps):
         raise TraceError("timestamps must not decrease")
+    if not bin_seconds >= MIN_BIN:  # 0 divided by below; 1 us made 6*10^7 bins (#54)
+        raise TraceError(
+            f"bin: at least {MIN_BIN * 1000:g}ms (a shaping change {1 / MIN_BIN:g} times a second at most)"
+        )
     bins = max(1, math.ceil(stamps[-1] / 1000 / bin_seconds - 1e-9))
+    if bins > limits.TIMELINE_EVENTS:  # counted before any is made
+        raise TraceError(f"{bins} bins of {bin_seconds:g} s: at most {limits.TIMELINE_EVENTS} (limit timeline_events)")
     counts = [0] * bins
     for stamp in stamps:
         counts[min(bins - 1, int(stamp / 1000 / bin_seconds))] += 1

@@ -59,6 +59,8 @@ class TraceStep(StepKind):
             try:
                 rows, self.period = traces.read(path, self.format, self.bin)
             except traces.TraceError as error:
+                if str(error).startswith("bin: "):
+                    raise ValueError(str(error)) from None
                 raise ValueError(f"file: {self.file}: {error}") from None
             self.rows = [TraceRow(t=format_time(t), **body) for t, body in rows]
         else:
