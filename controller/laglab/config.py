@@ -166,6 +166,12 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("MYSQL_IMAGE", "mysql:8.4", _image, "server image when DB_FLAVOR=mysql"),
     Variable("MARIADB_IMAGE", "mariadb:11.4", _image, "server image when DB_FLAVOR=mariadb"),
     Variable(
+        "STANDINS",
+        "yes",
+        _choice(("yes", "no")),
+        "no: make up stops where a server image cannot be had, instead of building Debian's stand-in",
+    ),
+    Variable(
         "SOURCE_IMAGE",
         "",
         _optional_image,
@@ -266,6 +272,7 @@ class Settings:
     DB_FLAVOR: str
     MYSQL_IMAGE: str
     MARIADB_IMAGE: str
+    STANDINS: str
     SOURCE_IMAGE: str
     TARGET_IMAGE: str
     BASE_IMAGE: str

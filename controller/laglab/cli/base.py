@@ -116,7 +116,15 @@ def main_options(function):
             help="The controller (default: from .env, http://CONTROLLER_BIND:CONTROLLER_PORT; env LAGLAB_URL).",
         ),
         click.option("--token", metavar="TOKEN", help="Bearer token (default: LAB_API_TOKEN, from .env)."),
-        click.option("--timeout", default=60.0, show_default=True, metavar="SECONDS", help="Per API call."),
+        click.option(
+            "--api-timeout",
+            "--timeout",
+            "timeout",
+            default=60.0,
+            show_default=True,
+            metavar="SECONDS",
+            help="How long one API call may take (not a run's or a wait's length: those are --for).",
+        ),
     ]
     for option in reversed(options):
         function = option(function)

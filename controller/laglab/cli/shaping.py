@@ -10,6 +10,7 @@ import yaml
 
 from laglab.cli.base import TIME, Failure, Session, pass_session, table
 from laglab.scenarios.report import words
+from laglab.scenarios.schema import yaml_text
 from laglab.shaping.impairment import KNOBS
 from laglab.shaping.params import ParamError, format_time, parse_time
 
@@ -283,9 +284,9 @@ def matrix(session: Session, file: Path | None, clear_it: bool) -> None:
         session.emit(session.call("GET", "/api/matrix"), lambda m: click.echo(yaml.safe_dump(m, sort_keys=False)))
         return
     try:
-        body = yaml.safe_load(file.read_text())
-    except yaml.YAMLError as error:
-        raise Failure(f"{file}: not YAML or JSON: {error}", "usage") from error
+        body = yaml_text.parse(file.read_text())  # measured before it is built, as a scenario is
+    except yaml_text.YamlRefused as error:
+        raise Failure(f"{file}: {error}", "usage") from error
     session.emit(session.call("PUT", "/api/matrix", body), lambda m: click.echo(yaml.safe_dump(m, sort_keys=False)))
 
 
@@ -293,16 +294,19 @@ def matrix(session: Session, file: Path | None, clear_it: bool) -> None:
 @click.argument("a")
 @click.argument("b")
 @click.option("--count", default=20, show_default=True, help="Pings (20..1000).")
-@click.option("--seconds", default=3, show_default=True, help="iperf3 seconds per direction.")
+@click.option("--for", "--duration", "duration", type=TIME, default="3s", show_default=True, help="iperf3's time per direction.")  # fmt: skip
+@click.option("--seconds", type=int, hidden=True, help="Older form of --for, in seconds.")
 @click.option("--streams", default=1, show_default=True, help="iperf3 parallel streams.")
 @click.option("--rtt-only", is_flag=True, help="No throughput measurement.")
 @pass_session
-def verify(session: Session, a: str, b: str, count: int, seconds: int, streams: int, rtt_only: bool) -> None:
+def verify(session: Session, a: str, b: str, count: int, duration: str, seconds: int | None, streams: int, rtt_only: bool) -> None:  # fmt: skip
     """Measure the link A -> B from inside the lab (ping -U, iperf3 both ways) beside what was asked.
 
     \b
     Example:  laglab verify mysql-source mysql-target
     """
+    if seconds is None:
+        seconds = max(1, round(parse_time("for", duration, high=60.0)))
     body = {"from": a, "to": b, "count": count, "seconds": seconds, "streams": streams, "throughput": not rtt_only}
     answer = session.call("POST", "/api/verify", body, timeout=2 * seconds + count + 120)
 

@@ -55,13 +55,13 @@ async function pollLag() {
     const key = document.createElement("span");
     key.className = "key";
     key.style.color = name === main ? "#1f5fa8" : nodeColour(name);
-    key.textContent = (name === main ? "" : "━ ") + `${name} ${r.status === "ok" ? (r.lag_seconds * 1000).toFixed(0) + " ms" : "gap"}` +
+    key.textContent = (name === main ? "" : "━ ") + `${name} ${r.status === "ok" ? lagText(r.lag_seconds) : "gap"}` +
       (r.applier_queue != null ? ` (queue ${r.applier_queue}${r.certifier_queue != null ? "/" + r.certifier_queue : ""})` : "") +
       (i < others.length - 1 ? "," : "");
     list.append(key);
   });
   const l = data.latest;
-  document.getElementById("lag-now").textContent = l ? (l.status === "ok" ? `${(l.lag_seconds * 1000).toFixed(0)} ms` : `gap: ${l.reason}`) : "";
+  document.getElementById("lag-now").textContent = l ? (l.status === "ok" ? lagText(l.lag_seconds) : `gap: ${l.reason}`) : "";
 }
 
 // A cluster member's samples since the last poll (GET /api/lag?replica=), kept for the chart's window.
@@ -172,7 +172,10 @@ function drawSplit(start, end) {
 }
 
 // --- containers, links, shaping form ---
-function bytesPerSecond(v) { return v == null ? "" : v > 1e6 ? `${(v / 1e6).toFixed(2)} MB/s` : `${(v / 1e3).toFixed(1)} kB/s`; }
+// A link's traffic in the unit its shaping is asked in (#53: a 2 Mbit/s link read as 0.25 MB/s).
+function bytesPerSecond(v) { return v == null ? "" : v * 8 >= 1e6 ? `${(v * 8 / 1e6).toFixed(2)} Mbit/s` : `${(v * 8 / 1e3).toFixed(1)} kbit/s`; }
+// The lag in ms below a second, in s above (#53: "93512 ms" read as 93 ms).
+function lagText(seconds) { return seconds < 1 ? `${(seconds * 1000).toFixed(0)} ms` : `${seconds.toFixed(seconds < 10 ? 2 : 1)} s`; }
 function shapingText(list) {
   return list.map(e => `${e.peer ? "→ " + e.peer : "all"}: ` + ["delay", "jitter", "loss", "rate"].filter(k => e[k]).map(k => `${k} ${e[k]}`).join(", ")).join("; ");
 }

@@ -73,7 +73,7 @@ def test_2mbps_shapes_two_megabits_as_the_ticket_means_and_mbps_is_refused(api):
         done = laglab("shape", "--link", "mysql-source", "mysql-target", "--rate", "2Mbps")
         assert done.returncode == 0, done.stderr
         assert "rate 2 Mbit/s" in done.stdout or "rate 2mbit" in done.stdout, done.stdout
-        verified = laglab("--json", "verify", "mysql-source", "mysql-target", "--seconds", "3", timeout=180)
+        verified = laglab("--json", "verify", "mysql-source", "mysql-target", "--for", "3s", timeout=180)
         assert verified.returncode == 0, verified.stderr
         measured = json.loads(verified.stdout)["measured"]
         assert 0.5 <= measured["forward_mbit"] <= 2.4 and 0.5 <= measured["reverse_mbit"] <= 2.4, measured

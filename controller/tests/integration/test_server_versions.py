@@ -55,6 +55,19 @@ def test_make_up_stops_for_a_version_debian_does_not_carry(tmp_path):
     assert listed.stdout.strip() == ""
 
 
+def test_standins_no_stops_make_up_instead_of_building_debians_build(tmp_path):
+    """#53: a ticket about the official build must not run on Debian's without the user knowing: with
+    STANDINS=no, mysql:8.4 (not pullable here) stops make up, naming the stand-in it did not build."""
+    env = lab_env("laglab-nostandin", "MYSQL_IMAGE=mysql:8.4\nSTANDINS=no\n", PAIR_PORTS, tmp_path)
+    up = subprocess.run([str(ROOT / "scripts/up")], env=env, capture_output=True, text=True, timeout=300)
+    assert up.returncode != 0
+    assert "mysql:8.4 (the mysql server image) is not here and cannot be pulled" in up.stderr, up.stderr[-2000:]
+    assert "STANDINS=no: not building Debian's stand-in laglab/mysql:9.7-debian" in up.stderr, up.stderr[-2000:]
+    listed = subprocess.run(["docker", "ps", "-aq", "--filter", "label=com.docker.compose.project=laglab-nostandin"],
+                            capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert listed.stdout.strip() == ""
+
+
 @pytest.fixture(scope="module", params=sorted(VERSIONS))
 def versioned_lab(request, tmp_path_factory):
     version = request.param

@@ -480,3 +480,27 @@ def test_reset_puts_the_lab_back_one_line_a_step_and_leaves_a_run_to_its_cleanup
     controller.answer("DELETE /api/shaping", {"error": "shaping: the kernel refused", "status": 500}, 500)
     failed = laglab(controller, "reset")
     assert failed.exit_code == 3 and "DELETE /api/shaping: shaping: the kernel refused (500)" in failed.output
+
+
+def test_help_is_grouped_with_whole_lines_and_every_command_in_one_section():
+    """#53: `laglab --help` listed 22 commands alphabetically with their help cut at 45 characters."""
+    from laglab.cli import SECTIONS
+
+    placed = [name for _title, names in SECTIONS for name in names]
+    assert sorted(placed) == sorted(cli.commands) and len(placed) == len(set(placed)), "each command in one section"
+    shown = CliRunner().invoke(cli, ["--help"]).output
+    for title, names in SECTIONS:
+        assert f"\n{title}:\n" in shown, title
+        for name in names:
+            first = cli.commands[name].get_short_help_str(limit=1000)
+            assert " ".join(first.split()) in " ".join(shown.split()), (name, first)  # whole, never "..."
+    assert "..." not in shown.split("Exit codes")[0].split("\n", 1)[1]  # (the usage line has its own)
+
+
+def test_a_usage_error_is_one_line_naming_the_commands_help():
+    """docs/cli.md promises one line on stderr; click printed Usage, a hint and the error on three."""
+    done = subprocess.run([sys.executable, "-m", "laglab.cli", "shape", "mysql-target", "--latency", "5ms"],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == EXIT_CODES["usage"] == 2
+    (line,) = done.stderr.splitlines()  # click 8.2's own words, then where to look
+    assert line.startswith("laglab: error: No such option '--latency'.") and line.endswith(" (see laglab shape --help)")

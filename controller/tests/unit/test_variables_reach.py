@@ -15,6 +15,7 @@ HOST_SIDE = {
     "TARGET_IMAGE": "scripts/images resolves it to RESOLVED_TARGET_IMAGE (mysql-target's image) and TARGET_CONFIG",
     "GALERA_IMAGE": "scripts/images resolves it to RESOLVED_GALERA_IMAGE (galera-node1..3's image)",
     "BASE_IMAGE": "scripts/images resolves it to RESOLVED_BASE_IMAGE (the builds' BASE_IMAGE arg)",
+    "STANDINS": "scripts/images: no stops make up where a server image cannot be had, instead of a stand-in",
     "CONTROLLER_BIND": "the published address of the controller's port",
     "CONTROLLER_PORT": "the published port of the controller",
     "EXTRA_CA_BUNDLE": "a build secret of the controller image",

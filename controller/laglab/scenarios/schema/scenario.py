@@ -507,7 +507,7 @@ class Scenario(Section):
     warmup: Seconds(3600.0) = Field(5.0, description="load before the measured window of each point (not counted)")
     verify: Verify = Verify()
     cluster: Cluster | None = None
-    timeline: list[Step] = Field([], description="changes during the measured window, each step one kind: shaping, clear, partition, heal, fault, trace")  # fmt: skip
+    timeline: list[Step] = Field([], description="changes during the measured window, each step one kind: shaping, clear, partition, heal, fault, trace, capture")  # fmt: skip
     assertions: list[Assertion] = []
     reference: Reference | None = None
     search: Search | None = None
