@@ -40,6 +40,12 @@ ACTIVE_FAULTS = _limit(
     "faults",
     "faults in force at once: with a duration, or kill, stop, pause until undone (409 over it)",
 )
+MATRIX_PAIRS = _limit(
+    "matrix_pairs",
+    1_024,
+    "pairs",
+    "member pairs a delay matrix shapes (each one request each way), counted before any is built",
+)
 PARTITIONS = _limit("partitions", 16, "partitions", "partitions in force at once (409 over it)")
 LONG_CHECKS = _limit(
     "long_checks", 1, "per kind", "consistency checks, and link verifications, running at once (409 while one runs)"

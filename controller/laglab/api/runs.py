@@ -54,9 +54,12 @@ def start(body: models.RunBody):
             raise ApiError(409, "run: another run is in progress (or still cleaning up); wait for it or DELETE it")
         if the_lab.load.running:
             raise ApiError(409, "run: the load panel's load is running; DELETE /api/load first")
-        run = ScenarioRun(
-            the_lab.run_parts, plan, Path(current_app.config["RESULTS_DIR"]), text, seed=body.seed, instead=instead
-        )
+        try:
+            run = ScenarioRun(
+                the_lab.run_parts, plan, Path(current_app.config["RESULTS_DIR"]), text, seed=body.seed, instead=instead
+            )
+        except OSError as error:  # results/ full or not writable: said, not an HTTP 500 (#54)
+            raise ApiError(503, f"results: the run's folder cannot be written: {error.strerror or error}") from None
         the_lab.runs[run.id] = run
         run.start()
     return run.as_json(), 201

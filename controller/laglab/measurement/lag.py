@@ -333,6 +333,7 @@ class LagRecorder:
         self.run = run
         self.samples: collections.deque[LagSample] = collections.deque(maxlen=max(10, int(window_seconds / interval)))
         self.series = run.series("lag.csv", COLUMNS)
+        self._unwritable = False  # the live lag.csv refused its last row (a full disk): logged once
         self.feed = Fanout("lag")  # every sample, as it is taken (scenario runs subscribe)
         self._stop = threading.Event()
         self._seq = int(time.time() * 1000)  # increasing across controller restarts
@@ -400,14 +401,25 @@ class LagRecorder:
     def _sample(self) -> None:
         sample = self.reader.read(self.source_error, self._unapplied)
         self.samples.append(sample)
-        self.series.append(sample.as_dict())
-        self.feed.publish(sample)
+        self.feed.publish(sample)  # first: a run in progress gets its lag even when the live CSV cannot be written
+        self._keep(sample)
         for reader in list(self._further.values()):  # the same heartbeat, on each further replica
             further = reader.read(self.source_error, self._unapplied)
             reader.samples.append(further)
-            self.series.append(further.as_dict())
+            self._keep(further)
         if sample.status == "gap" and self.reader.conn is None:
             self._stop.wait(min(1.0, self.interval * 5))
+
+    def _keep(self, sample) -> None:
+        """The live lag.csv row; a disk that refuses it (full, read-only) is logged once, not fatal (#54:
+        the sampler wrote before it published, so a run silently received no lag)."""
+        try:
+            self.series.append(sample.as_dict())
+            self._unwritable = False
+        except OSError as error:
+            if not self._unwritable:
+                log.error("the live lag.csv cannot be written (the samples go on): %s", error)
+            self._unwritable = True
 
     def follow(self, endpoints: list[Endpoint]) -> None:
         """Read these further replicas of the source too (the pods of a scaled mysql-target StatefulSet

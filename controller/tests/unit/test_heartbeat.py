@@ -199,3 +199,41 @@ def test_further_replicas_are_read_each_on_its_own_connection_and_let_go(tmp_pat
     rows = (recorder.run.path / "lag.csv").read_text().splitlines()
     assert [r.split(",")[0] for r in rows[1:]] == ["mysql-target", "mysql-target-1", "mysql-target-2",
                                                    "mysql-target", "mysql-target-1"], rows  # fmt: skip
+
+
+def test_a_full_disk_under_the_live_lag_csv_does_not_take_the_lag_from_a_run(tmp_path):
+    """#54: the sampler appended to the live lag.csv before it published the sample, so with results/
+    full (ENOSPC, as Linux answers the write) a run in progress silently received no lag. The run's
+    subscriber gets every sample; the refusal is logged once, and rows are kept again after it."""
+    from laglab.measurement.lag import LagRecorder, LagSample
+    from laglab.measurement.results import Run
+    from laglab.replicators.db import Endpoint
+
+    source, target = (
+        Endpoint("127.0.0.1", 1, "u", "p", "mysql-source"),
+        Endpoint("127.0.0.1", 2, "u", "p", "mysql-target"),
+    )
+    recorder = LagRecorder(source, target, 0.1, 60, Run(tmp_path, "live"))
+    try:
+        got = []
+        recorder.feed.subscribe(got.append)
+        samples = iter([LagSample(time=f"t{n}", epoch=float(n), status="ok", lag_seconds=0.1 * n) for n in range(3)])
+        recorder.reader.read = lambda *args: next(samples)
+        kept = recorder.series.append
+        full = {"on": True}
+
+        def append(row):
+            if full["on"]:
+                raise OSError(28, "No space left on device")
+            kept(row)
+
+        recorder.series.append = append
+        recorder._sample()
+        recorder._sample()
+        full["on"] = False
+        recorder._sample()
+        assert [s.time for s in got] == ["t0", "t1", "t2"]  # the run saw every one
+        rows = (recorder.series.path).read_text().splitlines()
+        assert rows[-1].split(",")[1] == "t2" and len(rows) == 2, rows  # header and the row after the disk came back
+    finally:
+        recorder.series.close()

@@ -251,3 +251,16 @@ def test_the_openapi_document_states_every_limit():
 
     text = document()["info"]["description"]
     assert all(f"{limit.name} {limit.value} {limit.unit}" in text for limit in limits.LIMITS.values())
+
+
+def test_a_run_whose_folder_cannot_be_made_is_a_503_and_the_next_may_start(app, client, tmp_path):
+    """#54: results/ unwritable when a run starts answered HTTP 500. Here its folder is under a file, so
+    the kernel refuses the mkdir itself (ENOTDIR), as it refuses one on a full or read-only disk."""
+    (tmp_path / "a-file").write_text("")
+    app.config["RESULTS_DIR"] = str(tmp_path / "a-file" / "results")
+    answer = client.post("/api/runs", json={"scenario": "name: x\nload: {tool: none, duration: 1s}\n"})
+    assert answer.status_code == 503, answer.get_json()
+    assert answer.get_json()["error"].startswith("results: the run's folder cannot be written: Not a directory")
+    from laglab.api.parts import lab_of
+
+    assert lab_of(app).runs == {}  # nothing half-made is left to block the next run

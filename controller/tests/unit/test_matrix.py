@@ -125,3 +125,27 @@ def test_a_matrix_link_with_a_rate_and_ports_is_refused_naming_ports(tmp_path):
     with pytest.raises(ShapingError) as caught:
         m.set_matrix(Matrix.model_validate(body).check())
     assert caught.value.message.startswith("links: ports: the link a <-> b has a rate and ports"), caught.value.message
+
+
+def test_a_matrix_is_refused_by_the_work_it_asks_before_any_of_it_is_built(client):
+    """#54: a 15 KB PUT /api/matrix (16 groups of 64, every pair linked) built 983,040 link requests,
+    14 s of the GIL, before any service was looked up: a few at once exhausted the controller's 1 GiB.
+    The member pairs are counted first and refused naming the limit (CPU time: a busy host cannot
+    make this fail, building them would)."""
+    import time
+
+    from laglab import limits
+
+    groups = {f"g{i}": [f"s{i}-{j}" for j in range(64)] for i in range(16)}
+    body = {"groups": groups, "regions": {g: f"r{i}" for i, g in enumerate(groups)}}
+    started = time.process_time()
+    # 120 pairs of groups x 64 x 64 members: 491,520 pairs, the issue's 983,040 requests (one each way)
+    with pytest.raises(MatrixError, match=r"^groups: 491520 member pairs to shape; at most \d+ \(limit matrix_pairs\)"):
+        Matrix.model_validate(body).check()
+    assert time.process_time() - started < 1.0
+    answer = client.put("/api/matrix", json=body)
+    assert answer.status_code == 422 and "limit matrix_pairs" in answer.get_json()["error"], answer.get_json()
+    # within the limit it is as before: two groups of 32 are 1024 pairs
+    small = {"groups": {"a": [f"a{j}" for j in range(32)], "b": [f"b{j}" for j in range(32)]},
+             "links": [{"between": ["a", "b"], "rtt": "80ms"}]}  # fmt: skip
+    assert len(Matrix.model_validate(small).check().requests()) == 2 * limits.MATRIX_PAIRS
