@@ -21,6 +21,7 @@ from laglab.deadline import poll
 from laglab.replicators import consistency
 from laglab.replicators.base import Parts, ReplicatorPlan, Sleep, SourceToTarget, metrics_summary
 from laglab.replicators.db import META_SCHEMA
+from laglab.replicators.handover import REPAIR as handover_repair
 from laglab.replicators.native import NativeLink, say
 
 
@@ -296,7 +297,7 @@ class HandBackFailed(DriverError):
         self.repair, self.repaired = REPAIR, repaired
 
 
-REPAIR = "make up PROFILE=dtle"  # the set-up job resumes native from DTLE's record (handover.verdict)
+REPAIR = handover_repair  # the set-up job resumes native from DTLE's record (handover.verdict)
 
 
 def _group_timeout(value):

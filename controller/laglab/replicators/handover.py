@@ -41,6 +41,7 @@ def held_query(dialect: Dialect) -> str:
 
 
 HOLD, RELEASE, HELD = hold_statement(NEWEST_MYSQL), release_statement(NEWEST_MYSQL), held_query(NEWEST_MYSQL)
+REPAIR = "make up PROFILE=dtle"  # the set-up job resumes native from DTLE's record and releases the hold
 DTLE_TABLE = ("dtle", "gtid_executed_v4")  # DTLE 4.x: (job_name, source_uuid BINARY(16), gtid, gtid_set)
 DTLE_JOB = "laglab"
 

@@ -307,6 +307,17 @@ class NativeOptions(BaseModel):
     semi_sync: bool = Field(False, description="native: semi-synchronous replication (the source waits for one replica)")  # fmt: skip
 
 
+class ReplicaHeld(RuntimeError):
+    """Native replication was asked to start a replica held for a hand-back (handover.hold): only that
+    hand-back's repair may start it. `problem`, `repair` and `repaired` put it on /api/health."""
+
+    problem = "replica-held"
+
+    def __init__(self, message: str, repaired=None):
+        super().__init__(message)
+        self.repair, self.repaired = handover.REPAIR, repaired
+
+
 class Native(SourceToTarget):
     kind = "native"
     label = "native"
@@ -341,18 +352,48 @@ class Native(SourceToTarget):
         return consistency.check(self.parts.source, self.parts.target, timeout=120, sleep=sleep)
 
     def restore(self) -> None:
-        self._semi_sync(None)
+        if not self._held():  # semi-sync's own restore restarts the receiver: never a held one's
+            self._semi_sync(None)
         self._network(DEFAULT_NETWORK)
 
     def _network(self, wanted: tuple) -> None:
+        """The replica connection's options, with the replica stopped and started again, unless it is
+        held for a hand-back that did not finish (handover.hold): then the options are set and it stays
+        stopped, and ReplicaHeld says so (#55: a run's cleanup restarted a held replica 70 ms after the
+        failed hand-back, and it fetched and applied DTLE's transactions a second time)."""
         servers = {"source": connect(self.parts.source, timeout=5), "target": connect(self.parts.target, timeout=5)}
         try:
-            for server, sql in option_statements(server_dialect(servers["target"]), wanted):
+            dialect = server_dialect(servers["target"])
+            statements = option_statements(dialect, wanted)
+            is_held = dialect.mysql_at_least(8, 0, 11) and handover.held(servers["target"], dialect)
+            if is_held:
+                statements = [(server, sql) for server, sql in statements if sql != dialect.start_replica]
+            for server, sql in statements:
                 with servers[server].cursor() as cur:
                     cur.execute(sql)
         finally:
             for conn in servers.values():
                 conn.close()
+        if is_held:
+            raise ReplicaHeld(
+                "mysql-target's replica is held for a hand-back that did not finish: its options are set and it "
+                f"stays stopped (starting it would apply again what the other replicator applied); `{handover.REPAIR}` "
+                "resumes it from that replicator's record",
+                self._released,
+            )
+
+    def _held(self) -> bool:
+        """The target's replica is held for a hand-back (MySQL 8.0.11+ only can be: SET PERSIST_ONLY)."""
+        conn = connect(self.parts.target, timeout=3)
+        try:
+            dialect = server_dialect(conn)
+            return dialect.mysql_at_least(8, 0, 11) and handover.held(conn, dialect)
+        finally:
+            conn.close()
+
+    def _released(self) -> bool:
+        """The hold is gone (the repair ran): /api/health drops the problem."""
+        return not self._held()
 
     def _semi_sync(self, wanted: bool | None) -> None:
         """Semi-sync as the point asks; None: back to what the lab had before the run."""

@@ -18,9 +18,6 @@ from tests.capture import packet_times, read_pcap
 
 from .conftest import ROOT
 
-# Judged on what a busy host cannot change: make test runs it on a lab of its own (scripts/test).
-pytestmark = pytest.mark.second_lab
-
 SLACK_MS = 1.0  # below what was asked: timestamps of two namespaces on one clock, at microseconds
 QUICKEST_MS = 3.0  # above it: the quickest packet of a group on a 2-core host
 

@@ -6,7 +6,7 @@ change of kind restoring the previous kind first."""
 import pytest
 
 import laglab.scenarios.run.runner as runner
-from laglab.replicators import KINDS, native
+from laglab.replicators import KINDS, handover, native
 from laglab.replicators.base import ClusterPlan
 from laglab.replicators.db import Dialect, VersionUnsupported
 from laglab.replicators.galera import Galera
@@ -60,7 +60,9 @@ def test_native_restore_puts_the_labs_defaults_back_and_leaves_semi_sync_alone(m
     log = []
     monkeypatch.setattr(native, "connect", lambda endpoint, **kw: server(endpoint.name, log))
     native.Native(kind_parts()).restore()
-    assert log == [
+    held = handover.held_query(Dialect.from_version("9.7.4"))  # asked first (#55); no row: not held
+    assert log[:2] == [("mysql-target", held)] * 2, log
+    assert log[2:] == [
         ("mysql-source", "SET GLOBAL binlog_transaction_compression = OFF"),
         ("mysql-target", "STOP REPLICA"),
         (
@@ -212,3 +214,39 @@ def test_a_change_of_kind_restores_the_previous_kind_first(tmp_path, monkeypatch
         "native.consistency",  # dtle checks the same servers: once, by the kind in use at the end
         "native.restore", "dtle.restore",  # cleanup: every kind used, the current one first
     ]  # fmt: skip
+
+
+def held_target(log, held: bool = True) -> FakeConnection:
+    """A MySQL 9.7 server whose replica a failed hand-back holds: SET PERSIST_ONLY skip_replica_start = ON
+    wrote it into performance_schema.persisted_variables (MySQL 8.0 Reference Manual, "The
+    persisted_variables Table": VARIABLE_NAME, VARIABLE_VALUE 'ON'), which the server answers as such."""
+    from laglab.replicators import handover
+
+    def answer(sql, args):
+        if sql == "SELECT VERSION() AS v":
+            return [{"v": "9.7.4"}]
+        if sql == handover.held_query(Dialect.from_version("9.7.4")):
+            return [{"v": "ON"}] if held else []
+        log.append(sql)
+        return []
+
+    return FakeConnection(answer)
+
+
+def test_native_restore_never_starts_a_held_replica_and_names_the_repair(monkeypatch):
+    """#55: with real DTLE agents, a run whose hand-back failed ran native's restore in its cleanup
+    (STOP REPLICA; CHANGE REPLICATION SOURCE TO ...; START REPLICA) 70 ms later: the held replica
+    fetched and applied DTLE's transactions 66802-68470 a second time, and /api/health said nothing.
+    Now its options are set, it stays stopped, and the error carries the repair for /api/health."""
+    log: list[str] = []
+    monkeypatch.setattr(native, "connect", lambda endpoint, **kw: held_target(log))
+    with pytest.raises(native.ReplicaHeld) as caught:
+        native.Native(kind_parts()).restore()
+    assert "START REPLICA" not in log and "STOP REPLICA" in log, log
+    assert any(sql.startswith("CHANGE REPLICATION SOURCE TO SOURCE_COMPRESSION") for sql in log), log
+    assert (caught.value.problem, caught.value.repair) == ("replica-held", "make up PROFILE=dtle")
+    assert caught.value.repaired() is False  # still held: /api/health keeps the problem
+    log.clear()
+    monkeypatch.setattr(native, "connect", lambda endpoint, **kw: held_target(log, held=False))
+    native.Native(kind_parts()).restore()  # once repaired, restore is as before
+    assert log[-1] == "START REPLICA", log

@@ -220,3 +220,46 @@ def test_a_summary_that_cannot_be_written_at_the_end_still_ends_the_run(tmp_path
     assert (run.step, run.busy, run.status) == ("done", False, "completed"), run.reason
     assert run.cleanup_errors == [{"step": "summary.json", "error": "OSError: [Errno 28] No space left on device"}]
     assert restored == ["native"] and lab.shaping.desired.entries == {}
+
+
+def test_a_full_disk_when_the_run_starts_fails_that_run_and_the_next_one_may_start(tmp_path):
+    """#54: results/ unwritable (ENOSPC, EPERM) as a run started: it wrote scenario.json before its `try`,
+    the thread died, `step` never became `done`, and every later POST /api/runs and /api/load was 409
+    until a restart. Now that run fails with the write's error and ends."""
+    run, _, restored = make_run(tmp_path, lambda p: point_record())
+    written = run.run.write_json
+
+    def write_json(name, data):
+        if name == "scenario.json":
+            raise OSError(28, "No space left on device")
+        written(name, data)
+
+    run.run.write_json = write_json
+    run.start()
+    run.wait(10)
+    assert (run.step, run.busy, run.status) == ("done", False, "failed"), run.reason
+    assert run.reason == "OSError: [Errno 28] No space left on device"
+    assert restored == ["native"]  # its cleanup ran
+
+
+def test_a_hand_back_that_fails_in_the_final_check_is_on_health_and_in_the_report(tmp_path):
+    """#55: a DTLE run ends with the hand-back inside the final consistency check; one that failed
+    there never reached /api/health (only failures in the cleanup did), and report.md said
+    "Consistency: Not checked (the run did not reach it)" although the run failed inside the check."""
+    from laglab.replicators.dtle import HandBackFailed
+    from laglab.scenarios.report import markdown
+
+    run, lab, _ = make_run(tmp_path, lambda p: point_record())
+
+    def hand_back_fails(sleep=None):
+        raise HandBackFailed("hand-back: dtle-dst did not answer within 45s", repaired=lambda: False)
+
+    run.kinds.current.consistency = hand_back_fails
+    run.start()
+    run.wait(10)
+    assert run.status == "failed" and run.reason.startswith("HandBackFailed: hand-back: dtle-dst did not answer")
+    (problem,) = lab.problems.current()
+    assert (problem["problem"], problem["repair"]) == ("dtle-hand-back", "make up PROFILE=dtle"), problem
+    text = markdown.render(run.run.path).read_text()
+    assert "Not checked: the run failed before or during the check (HandBackFailed: hand-back:" in text
+    assert "did not reach it" not in text

@@ -216,7 +216,10 @@ def render(run: Path) -> Path:
     consistency = summary.get("consistency")
     lines += ["", "## Consistency", ""]
     if consistency is None:
-        lines.append("Not checked (the run did not reach it).")
+        # #55: a hand-back that failed inside the final check read "the run did not reach it"
+        ended = summary.get("status") or "?"
+        lines.append(f"Not checked: the run {ended} before or during the check"
+                     + (f" ({summary['reason']})." if summary.get("reason") else "."))  # fmt: skip
     elif consistency["identical"] and consistency.get("clusters"):
         lines.append("Identical: every lab table has the same checksum on all three nodes of each cluster.")
     elif consistency["identical"]:

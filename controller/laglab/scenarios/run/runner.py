@@ -179,15 +179,17 @@ class ScenarioRun:
 
     # --- the run ---
     def _main(self) -> None:
-        self._marker.write()
         self._set_status(RunStatus.RUNNING)
-        self.run.write_json("scenario.json", {"plan": self.plan.model_dump(mode="json")})
-        (self.run.path / "scenario.yaml").write_text(run_files.resolved_yaml(self.plan))
         consistency_report = None
         feeds = self._feeds()
         for feed, fn in feeds:
             feed.subscribe(fn)
         try:
+            # Inside the try: a full disk or an unwritable results/ fails this run, and the run still
+            # ends (`done`): before, the thread died here and every later run was refused (409, #54).
+            self._marker.write()
+            self.run.write_json("scenario.json", {"plan": self.plan.model_dump(mode="json")})
+            (self.run.path / "scenario.yaml").write_text(run_files.resolved_yaml(self.plan))
             self._check("describing the environment")
             self.environment = self.parts.describe()
             if self.plan.scenario.servers is not None:  # what it is about, beside what the servers said
@@ -219,6 +221,9 @@ class ScenarioRun:
             else:
                 self._set_status(RunStatus.FAILED, f"{type(error).__name__}: {error}")
                 log.error("run %s failed: %s", self.id, traceback.format_exc())
+                if getattr(error, "repair", None):  # a failed hand-back at any stage, not only in cleanup (#55)
+                    self.parts.problems.add(getattr(error, "problem", "run"), f"run {self.id}: {error}", error.repair,
+                                            getattr(error, "repaired", None))  # fmt: skip
         finally:
             self.step = "cleanup"
             for feed, fn in feeds:
@@ -234,12 +239,18 @@ class ScenarioRun:
                 self.cleanup_errors.append({"step": "summary.json", "error": f"{type(error).__name__}: {error}"})
             for series in (self._load_series, self._lag_series, self._link_series, self._event_series):
                 if series is not None:
-                    series.close()
+                    try:
+                        series.close()
+                    except OSError as error:  # its last rows could not be flushed (a full disk)
+                        log.error("%s of %s: %s", series.path.name, self.id, error)
             try:
                 report.render(self.run.path)
             except Exception as error:  # a report problem must not hide the run's own status
                 log.error("report for %s failed: %s", self.id, error)
-            self._marker.clear()
+            try:
+                self._marker.clear()
+            except OSError as error:  # the next start ends the run again from the marker: harmless
+                log.error("the run marker of %s could not be removed: %s", self.id, error)
             self.step = "done"
 
     def _feeds(self) -> list:
