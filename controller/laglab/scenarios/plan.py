@@ -238,7 +238,6 @@ def load_text(text: str, quick: bool = False, source: str = "scenario", base_dir
         raise ScenarioError(source, str(error)) from None
     if not isinstance(raw, dict):
         raise ScenarioError(source, "must be a mapping of keys")
-    _check_size(raw, source)
     raw = copy.deepcopy(raw)
     sweep = raw.pop("sweep", None) or {}
     quick_overrides = raw.pop("quick", None) or {}
@@ -298,22 +297,6 @@ def load_text(text: str, quick: bool = False, source: str = "scenario", base_dir
         except ValidationError as error:
             raise _format_errors(error, prefix=f"sweep point {index + 1} ({_describe(params)}): ") from None
     return Plan(scenario=base, sweep=sweep, points=points, quick=quick, base_dir=base_dir)
-
-
-def _check_size(raw, source: str) -> None:
-    """YAML aliases can make a small text a huge tree (ten levels of ten aliases: 10^10 values): the
-    values are counted as validation would visit them, and the count stops at the limit."""
-    seen = 0
-    stack = [raw]
-    while stack:
-        node = stack.pop()
-        seen += 1
-        if seen > limits.YAML_NODES:
-            raise ScenarioError(source, f"holds more than {limits.YAML_NODES} values once its aliases are expanded")
-        if isinstance(node, dict):
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
 
 
 def _check_search(search: Search, sweep: dict, base: Scenario) -> None:

@@ -197,6 +197,18 @@ def test_an_unseedable_host_says_so_and_random_draws_a_seed_that_is_recorded(tmp
     assert run.as_json()["seed"] == meta["seed"]
 
 
+def disk_full_at(run, full) -> None:
+    """The run's JSON writes refused as Linux refuses them on a full disk (ENOSPC) where `full(name)`."""
+    written = run.run.write_json
+
+    def write_json(name, data):
+        if full(name):
+            raise OSError(28, "No space left on device")
+        written(name, data)
+
+    run.run.write_json = write_json
+
+
 def test_a_summary_that_cannot_be_written_at_the_end_still_ends_the_run(tmp_path):
     """A full disk (ENOSPC from the write, as Linux answers) while the run writes its last summary.json:
     the run still ends (`done`, not busy: the next run may start), its status stands and the write's
@@ -207,14 +219,7 @@ def test_a_summary_that_cannot_be_written_at_the_end_still_ends_the_run(tmp_path
         return point_record()
 
     run, lab, restored = make_run(tmp_path, point)
-    written = run.run.write_json
-
-    def write_json(name, data):
-        if name == "summary.json" and run.finished:  # the last one, after the cleanup
-            raise OSError(28, "No space left on device")
-        written(name, data)
-
-    run.run.write_json = write_json
+    disk_full_at(run, lambda name: name == "summary.json" and run.finished)  # the last one, after the cleanup
     run.start()
     run.wait(10)
     assert (run.step, run.busy, run.status) == ("done", False, "completed"), run.reason
@@ -227,14 +232,7 @@ def test_a_full_disk_when_the_run_starts_fails_that_run_and_the_next_one_may_sta
     the thread died, `step` never became `done`, and every later POST /api/runs and /api/load was 409
     until a restart. Now that run fails with the write's error and ends."""
     run, _, restored = make_run(tmp_path, lambda p: point_record())
-    written = run.run.write_json
-
-    def write_json(name, data):
-        if name == "scenario.json":
-            raise OSError(28, "No space left on device")
-        written(name, data)
-
-    run.run.write_json = write_json
+    disk_full_at(run, lambda name: name == "scenario.json")
     run.start()
     run.wait(10)
     assert (run.step, run.busy, run.status) == ("done", False, "failed"), run.reason
